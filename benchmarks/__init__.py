@@ -1,0 +1,1 @@
+"""Loom benchmarks: ``python -m benchmarks <name> ...`` prints one JSON line per measurement."""

@@ -1,0 +1,23 @@
+"""Entry point: ``python -m benchmarks sheet --n 64 128 ...`` (``--help`` lists the benchmarks)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from benchmarks import sheet
+
+BENCHMARKS = {"sheet": sheet}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
+        p = argparse.ArgumentParser(prog="python -m benchmarks", description="Loom benchmarks; each prints JSON lines.")
+        p.add_argument("benchmark", choices=sorted(BENCHMARKS))
+        p.parse_args(argv[:1])
+        return
+    BENCHMARKS[argv[0]].main(argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Sheet benchmark: an n×n hanging sheet through the real App and systems, one JSON line per n.
+
+The scene (fixed, so numbers compare across machines and commits): a 1 m × 1 m grid of n×n
+particles in the xy plane (y up), top two corners pinned, density 0.1 kg/m², gravity 9.81 m/s²,
+dt = 1/60 s split into ``--substeps``, velocities × 0.99 per step, structural + shear (both
+diagonals) + bend (two apart) distance links, structural compliance 0, ``--iters`` sweeps.
+
+Run: python -m benchmarks sheet --n 32 64 128 256 --substeps 4 --iters 10 --steps 120 [--tethers]
+     [--threads 1|2] [--model xpbd]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+from components import MODELS, STRETCH, Cloth, ClothMaterial, Pin
+from engine import App, mesh
+from systems import DefaultPlugins
+
+
+def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float) -> Cloth:
+    """Spawn the benchmark sheet into ``app`` and return its Cloth."""
+    sheet = mesh.grid(n, n, 1.0, 1.0)
+    material = ClothMaterial(density=0.1, stretch_compliance=0.0, damping=-math.log(0.99) / dt)
+    cloth = Cloth.from_mesh(sheet, material, model=model, iterations=iters, tethers=tethers)
+    app.spawn(cloth, Pin.corners(sheet, "top"))
+    return cloth
+
+
+def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads: int, model: str) -> dict:
+    """Time ``steps`` fixed steps of the n×n sheet after one warm-up step; return the JSON record."""
+    dt = 1.0 / 60.0
+    app = App(dt=dt, substeps=substeps, threads=threads)
+    app.add_plugin(DefaultPlugins)
+    cloth = build_sheet(app, n, iters=iters, tethers=tethers, model=model, dt=dt)
+    start = time.perf_counter()
+    app.step(1)                                    # compile (or load cached kernels) and first step
+    warmup = time.perf_counter() - start
+    start = time.perf_counter()
+    app.step(steps)
+    wall = time.perf_counter() - start
+    constraints = cloth.constraint_count
+    record = {
+        "impl": f"loom-{model}-{'parallel' if threads > 1 else 'serial'}",
+        "n": n,
+        "particles": cloth.particle_count,
+        "constraints": constraints,
+        "tethers": int(cloth.tether_anchor.shape[0]),
+        "threads": threads,
+        "substeps": substeps,
+        "iters": iters,
+        "steps": steps,
+        "wall_s": round(wall, 4),
+        "steps_per_s": round(steps / wall, 2),
+        "constraint_projections_per_s": round(constraints * iters * substeps * steps / wall),
+        "final_max_stretch": round(float(cloth.strain(STRETCH).max()), 6),
+        "warmup_s": round(warmup, 3),
+    }
+    app.close()
+    return record
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks sheet", description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, nargs="+", default=[32, 64, 128], help="grid sizes (particles per side)")
+    p.add_argument("--substeps", type=int, default=4)
+    p.add_argument("--iters", type=int, default=10, help="constraint sweeps per substep")
+    p.add_argument("--steps", type=int, default=120, help="timed fixed steps of 1/60 s")
+    p.add_argument("--tethers", action="store_true", help="long-range attachments to the pinned corners")
+    p.add_argument("--threads", type=int, choices=(1, 2), default=1)
+    p.add_argument("--model", choices=MODELS, default="xpbd")
+    args = p.parse_args(argv)
+    for n in args.n:
+        if n < 2:
+            p.error(f"--n {n}: a sheet needs at least 2 particles per side")
+        print(json.dumps(run(n, substeps=args.substeps, iters=args.iters, steps=args.steps, tethers=args.tethers,
+                             threads=args.threads, model=args.model)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

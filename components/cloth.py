@@ -1,0 +1,299 @@
+"""Cloth: one piece of fabric — rest topology and constraint tables first, then the changing state.
+
+Build one from a mesh (``Cloth.from_mesh(mesh.grid(32, 32, 1.0, 1.0), material="cotton")``) or
+from bare particles and links (``Cloth.from_particles`` for ropes and pendulums). Systems read
+and write the arrays in place; Python never loops over particles or constraints per step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from components._validate import choice, floats, indices, integer
+from components.material import ClothMaterial
+from engine.coloring import color_order
+from engine.mesh import Mesh
+
+MODELS = ("xpbd",)
+"""Solvers a cloth can select with ``model=``; each system skips cloths of other models."""
+
+STRETCH, SHEAR, BEND = 0, 1, 2
+"""``link_kind`` codes: structural, shear and (distance) bending links."""
+LINK_KINDS = ("stretch", "shear", "bend")
+
+
+@dataclass(eq=False)
+class Cloth:
+    """A cloth's particles, constraint tables and state, validated on construction.
+
+    Every array is C-contiguous float64 (positions, masses) or int32 (indices). Link tables are
+    stored in colour order (see ``engine.coloring``): ``link_color_offsets[c]:link_color_offsets[c+1]``
+    is colour c, whose links share no particle.
+    """
+
+    x: np.ndarray
+    """Particle positions [m], shape (n, 3); also the rest shape unless ``rest_x`` is given."""
+    mass: np.ndarray
+    """Particle masses [kg], shape (n,), each > 0."""
+    links: np.ndarray
+    """Distance constraints as particle pairs, shape (c, 2) int; rest lengths come from ``rest_x``."""
+    link_kind: np.ndarray
+    """Kind of each link, shape (c,): 0 stretch, 1 shear, 2 bend (selects its compliance)."""
+    triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int32))
+    """Triangles (t, 3) int, counter-clockwise seen from the front (rendering, wind, collisions)."""
+    bend_quads: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int32))
+    """Dihedral bending elements (b, 4) int: shared edge (e0, e1), then opposite vertices (o0, o1)."""
+    rest_x: np.ndarray | None = None
+    """Rest positions [m], shape (n, 3); default: a copy of ``x``."""
+    rest_uv: np.ndarray | None = None
+    """Rest material coordinates [m], shape (n, 2) (texture and anisotropy); default: zeros."""
+    inv_mass: np.ndarray | None = None
+    """Inverse masses [1/kg], shape (n,), >= 0; 0 fixes a particle for good. Default: 1/mass."""
+    material: ClothMaterial = field(default_factory=ClothMaterial)
+    """Fabric parameters (density, compliances, damping, thickness, friction)."""
+    model: str = "xpbd"
+    """Solver that steps this cloth: one of ``MODELS``."""
+    iterations: int = 4
+    """Constraint sweeps per substep [-]; with 8 substeps, 4 keeps a 32×32 sheet under 1 % strain."""
+    tethers: bool = True
+    """Long-range attachments (Kim et al. 2012): no particle drifts farther from its pinned
+    particles than in the rest shape. Cures super-elastic sag at high resolution for little cost."""
+    tether_count: int = 2
+    """Pinned particles each free particle is tethered to (the nearest in rest space)."""
+
+    # --- derived rest data (coloured constraint tables) -----------------------------------------
+    link_order: np.ndarray = field(init=False, repr=False)
+    """Colour order of the links: ``link_i == links[link_order, 0]``, (c,) int64."""
+    link_i: np.ndarray = field(init=False, repr=False)
+    """First particle of each link, (c,) int32, colour order."""
+    link_j: np.ndarray = field(init=False, repr=False)
+    """Second particle of each link, (c,) int32, colour order."""
+    link_rest: np.ndarray = field(init=False, repr=False)
+    """Rest length of each link [m], (c,)."""
+    link_compliance: np.ndarray = field(init=False, repr=False)
+    """Compliance of each link [m/N], (c,), from the material by kind."""
+    link_max: np.ndarray = field(init=False, repr=False)
+    """Provot strain-limit length of each link [m], (c,); inf where no limit applies."""
+    link_color_offsets: np.ndarray = field(init=False, repr=False)
+    """Colour slices of the link tables, (colors + 1,) int32."""
+    bend_rest_angle: np.ndarray = field(init=False, repr=False)
+    """Rest dihedral angle of each bend quad [rad], (b,), colour order."""
+    bend_color_offsets: np.ndarray = field(init=False, repr=False)
+    """Colour slices of ``bend_quads``, (colors + 1,) int32."""
+    base_inv_mass: np.ndarray = field(init=False, repr=False)
+    """Inverse masses with no pins [1/kg], (n,); pins set ``inv_mass`` to 0 and release back to this."""
+
+    # --- state --------------------------------------------------------------------------------
+    v: np.ndarray = field(init=False, repr=False)
+    """Particle velocities [m/s], (n, 3)."""
+    x_prev: np.ndarray = field(init=False, repr=False)
+    """Positions at the start of the last substep [m], (n, 3)."""
+    force: np.ndarray = field(init=False, repr=False)
+    """External forces for this step [N], (n, 3): wind and user forces add here; cleared after each step."""
+
+    # --- solver scratch -----------------------------------------------------------------------
+    link_lambda: np.ndarray = field(init=False, repr=False)
+    """XPBD Lagrange multipliers of the links [N·s²], (c,), reset every substep."""
+    bend_lambda: np.ndarray = field(init=False, repr=False)
+    """XPBD multipliers of the bend quads, (b,), reset every substep."""
+    tether_offsets: np.ndarray = field(init=False, repr=False)
+    """CSR offsets of each particle's tethers, (n + 1,) int32 (all zero until pins are known)."""
+    tether_anchor: np.ndarray = field(init=False, repr=False)
+    """Pinned particle of each tether, (m,) int32."""
+    tether_length: np.ndarray = field(init=False, repr=False)
+    """Rest distance of each tether [m], (m,)."""
+    tether_anchor_mask: np.ndarray = field(init=False, repr=False)
+    """Which particles were anchors when the tethers were built, (n,) bool."""
+    rejected_steps: int = field(init=False, default=0)
+    """Steps refused because they would have written NaN or inf (the state was restored)."""
+
+    def __post_init__(self) -> None:
+        owner = "Cloth"
+        self.x = floats(owner, "x", self.x, (None, 3), unit=" [m]")
+        n = self.x.shape[0]
+        if n == 0:
+            raise ValueError("Cloth.x: shape (0, 3): a cloth needs at least one particle")
+        self.mass = floats(owner, "mass", self.mass, (n,), unit=" [kg]")
+        bad = np.flatnonzero(self.mass <= 0.0)
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"Cloth.mass[{k}] = {self.mass[k]!r}: must be > 0 [kg] (pin it to hold it still)")
+        self.rest_x = self.x.copy() if self.rest_x is None else floats(owner, "rest_x", self.rest_x, (n, 3),
+                                                                         unit=" [m]")
+        self.rest_uv = np.zeros((n, 2)) if self.rest_uv is None else floats(owner, "rest_uv", self.rest_uv,
+                                                                              (n, 2), unit=" [m]")
+        if self.inv_mass is None:
+            self.inv_mass = 1.0 / self.mass
+        else:
+            self.inv_mass = floats(owner, "inv_mass", self.inv_mass, (n,))
+            bad = np.flatnonzero(self.inv_mass < 0.0)
+            if bad.size:
+                k = int(bad[0])
+                raise ValueError(f"Cloth.inv_mass[{k}] = {self.inv_mass[k]!r}: must be >= 0 [1/kg] "
+                                 f"(0 pins a particle)")
+        self.base_inv_mass = self.inv_mass.copy()
+        self.triangles = indices(owner, "triangles", self.triangles, (None, 3), n)
+        _check_triangles(self.triangles, self.rest_x)
+        links = indices(owner, "links", self.links, (None, 2), n)
+        kinds = np.asarray(self.link_kind)
+        if kinds.shape != (links.shape[0],) or (kinds.size and kinds.dtype.kind not in "iu"):
+            raise ValueError(f"Cloth.link_kind: shape {kinds.shape} dtype {kinds.dtype}, expected "
+                             f"({links.shape[0]},) integers 0 stretch, 1 shear, 2 bend")
+        if kinds.size and (kinds.min() < 0 or kinds.max() > 2):
+            k = int(np.flatnonzero((kinds < 0) | (kinds > 2))[0])
+            raise ValueError(f"Cloth.link_kind[{k}] = {int(kinds[k])}: expected 0 stretch, 1 shear, 2 bend")
+        self.links, self.link_kind = links, np.ascontiguousarray(kinds, dtype=np.int8)
+        quads = indices(owner, "bend_quads", self.bend_quads, (None, 4), n)
+        if not isinstance(self.material, ClothMaterial):
+            raise TypeError(f"Cloth.material = {self.material!r}: expected a ClothMaterial "
+                            f"(or a preset name with Cloth.from_mesh)")
+        choice(owner, "model", self.model, MODELS)
+        self.iterations = integer(owner, "iterations", self.iterations, low=1)
+        self.tether_count = integer(owner, "tether_count", self.tether_count, low=1)
+        self.tethers = bool(self.tethers)
+        self._build_links(links, self.link_kind)
+        self._build_bends(quads)
+        self.v = np.zeros_like(self.x)
+        self.x_prev = self.x.copy()
+        self.force = np.zeros_like(self.x)
+        self.tether_offsets = np.zeros(n + 1, np.int32)
+        self.tether_anchor = np.zeros(0, np.int32)
+        self.tether_length = np.zeros(0)
+        self.tether_anchor_mask = np.zeros(n, np.bool_)
+
+    def _build_links(self, links: np.ndarray, kinds: np.ndarray) -> None:
+        """Derive rest lengths, compliances and strain limits, then store the links in colour order."""
+        same = np.flatnonzero(links[:, 0] == links[:, 1])
+        if same.size:
+            k = int(same[0])
+            raise ValueError(f"Cloth.links[{k}] = {links[k].tolist()}: a link needs two different particles")
+        rest = np.linalg.norm(self.rest_x[links[:, 0]] - self.rest_x[links[:, 1]], axis=1)
+        zero = np.flatnonzero(rest <= 1e-9)
+        if zero.size:
+            k = int(zero[0])
+            raise ValueError(f"Cloth.links[{k}] = {links[k].tolist()}: rest length {rest[k]:.3g} m; "
+                             f"particles of a link must not coincide in the rest shape")
+        m = self.material
+        compliance = np.array([m.stretch_compliance, m.shear_compliance, m.bend_compliance])[kinds]
+        limit = np.inf if m.strain_limit is None else 1.0 + m.strain_limit
+        link_max = np.where(kinds == BEND, np.inf, rest * limit)
+        order, self.link_color_offsets = color_order(links, self.particle_count)
+        self.link_order = order
+        self.link_i = np.ascontiguousarray(links[order, 0])
+        self.link_j = np.ascontiguousarray(links[order, 1])
+        self.link_rest = np.ascontiguousarray(rest[order])
+        self.link_compliance = np.ascontiguousarray(compliance[order])
+        self.link_max = np.ascontiguousarray(link_max[order])
+        self.link_lambda = np.zeros(links.shape[0])
+
+    def _build_bends(self, quads: np.ndarray) -> None:
+        """Colour the dihedral bend quads and measure their rest angles."""
+        if self.material.bend_model != "dihedral":
+            quads = quads[:0]
+        order, self.bend_color_offsets = color_order(quads, self.particle_count)
+        self.bend_quads = np.ascontiguousarray(quads[order])
+        self.bend_rest_angle = dihedral_angles(self.rest_x, self.bend_quads)
+        self.bend_lambda = np.zeros(self.bend_quads.shape[0])
+
+    # --- constructors ---------------------------------------------------------------------------
+    @classmethod
+    def from_mesh(cls, mesh: Mesh, material: ClothMaterial | str = "cotton", *, model: str = "xpbd",
+                  iterations: int = 4, tethers: bool = True, **material_changes: Any) -> Cloth:
+        """Build a cloth from ``mesh``: masses by Fuhrmann 2003 eq. 1, links from the mesh's
+        stretch, shear and bend tables (bend quads for ``bend_model="dihedral"``).
+
+        ``material`` is a ClothMaterial or a preset name; keyword ``material_changes`` override
+        its fields (``Cloth.from_mesh(m, "silk", density=0.1, damping=0.0)``)."""
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"Cloth.from_mesh mesh = {mesh!r}: expected an engine.mesh.Mesh")
+        if isinstance(material, str):
+            material = ClothMaterial.preset(material, **material_changes)
+        elif material_changes:
+            material = material.replace(**material_changes)
+        if mesh.triangle_count == 0:
+            raise ValueError("Cloth.from_mesh: the mesh has no triangles; use Cloth.from_particles for ropes")
+        tables = [mesh.stretch_links, mesh.shear_links]
+        if material.bend_model == "distance":
+            tables.append(mesh.bend_links)
+        links = np.concatenate(tables).astype(np.int32)
+        kinds = np.concatenate([np.full(len(t), k, np.int8) for k, t in enumerate(tables)])
+        return cls(x=mesh.positions, mass=mesh.vertex_masses(material.density), links=links, link_kind=kinds,
+                   triangles=mesh.triangles, bend_quads=mesh.bend_quads, rest_uv=mesh.uv, material=material,
+                   model=model, iterations=iterations, tethers=tethers)
+
+    @classmethod
+    def from_particles(cls, positions: Any, mass: Any, links: Any, *, material: ClothMaterial | None = None,
+                       inv_mass: Any = None, **options: Any) -> Cloth:
+        """Build a cloth of bare particles joined by stretch links (ropes, chains, a pendulum).
+
+        positions (n, 3) [m]; mass (n,) [kg] or one number for all; links (c, 2) particle pairs."""
+        x = floats("Cloth", "x", positions, (None, 3), unit=" [m]")
+        m = np.broadcast_to(np.asarray(mass, dtype=np.float64), (x.shape[0],)) if np.ndim(mass) == 0 else mass
+        links = np.asarray(links)
+        kinds = np.zeros(links.shape[0] if links.ndim else 0, np.int8)
+        return cls(x=x, mass=m, links=links.reshape(-1, 2) if links.size == 0 else links, link_kind=kinds,
+                   inv_mass=inv_mass, material=material or ClothMaterial(), **options)
+
+    # --- read-only properties -----------------------------------------------------------------------
+    @property
+    def particle_count(self) -> int:
+        """Number of particles n."""
+        return self.x.shape[0]
+
+    @property
+    def link_count(self) -> int:
+        """Number of distance constraints c (stretch + shear + distance bend)."""
+        return self.link_i.shape[0]
+
+    @property
+    def constraint_count(self) -> int:
+        """Distance links plus dihedral bend quads (tethers excluded)."""
+        return self.link_i.shape[0] + self.bend_quads.shape[0]
+
+    @property
+    def total_mass(self) -> float:
+        """Sum of particle masses [kg]."""
+        return float(self.mass.sum())
+
+    def strain(self, kind: int | None = STRETCH) -> np.ndarray:
+        """Relative elongation (length / rest − 1) of each link of ``kind`` (None: every link), colour order."""
+        d = np.linalg.norm(self.x[self.link_i] - self.x[self.link_j], axis=1) / self.link_rest - 1.0
+        if kind is None:
+            return d
+        return d[self.link_kind[self.link_order] == kind]
+
+
+def _check_triangles(triangles: np.ndarray, rest_x: np.ndarray) -> None:
+    """Raise ValueError for a triangle with a repeated vertex or zero rest area."""
+    if triangles.shape[0] == 0:
+        return
+    t = triangles
+    repeated = np.flatnonzero((t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2]))
+    if repeated.size:
+        k = int(repeated[0])
+        raise ValueError(f"Cloth.triangles[{k}] = {t[k].tolist()}: degenerate triangle (repeated vertex)")
+    area = 0.5 * np.linalg.norm(np.cross(rest_x[t[:, 1]] - rest_x[t[:, 0]], rest_x[t[:, 2]] - rest_x[t[:, 0]]),
+                                axis=1)
+    flat = np.flatnonzero(area <= 1e-14)
+    if flat.size:
+        k = int(flat[0])
+        raise ValueError(f"Cloth.triangles[{k}] = {t[k].tolist()}: zero-area triangle in the rest shape")
+
+
+def dihedral_angles(x: np.ndarray, quads: np.ndarray) -> np.ndarray:
+    """Signed dihedral angle [rad] of each quad (e0, e1, o0, o1) at positions ``x`` (n, 3); 0 when flat.
+
+    θ = atan2((n0 × n1) · ê, n0 · n1) with n0 the normal of (e0, e1, o0) and n1 of (e1, e0, o1),
+    ê the unit shared edge e1 − e0 (Bridson et al. 2003, §4)."""
+    if quads.shape[0] == 0:
+        return np.zeros(0)
+    e0, e1, o0, o1 = (x[quads[:, k]] for k in range(4))
+    edge = e1 - e0
+    n0 = np.cross(edge, o0 - e0)
+    n1 = np.cross(e0 - e1, o1 - e1)
+    unit = edge / np.linalg.norm(edge, axis=1)[:, None]
+    sin = np.einsum("ij,ij->i", np.cross(n0, n1), unit)
+    cos = np.einsum("ij,ij->i", n0, n1)
+    return np.arctan2(sin, cos)

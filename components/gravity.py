@@ -1,0 +1,19 @@
+"""Gravity: the world's uniform gravitational acceleration, held as an App resource."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components._validate import floats
+
+
+@dataclass(eq=False)
+class Gravity:
+    """Uniform acceleration [m/s²], shape (3,); default (0, −9.81, 0): y is up.
+
+    Insert your own before adding the plugins to change it: ``app.insert_resource(Gravity((0, -1.62, 0)))``."""
+
+    acceleration: Any = (0.0, -9.81, 0.0)
+
+    def __post_init__(self) -> None:
+        self.acceleration = floats("Gravity", "acceleration", self.acceleration, (3,), unit=" [m/s²]")

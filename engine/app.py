@@ -1,0 +1,266 @@
+"""App: one simulation — its own esper world, its resources, its schedule and its fixed-step clock.
+
+Typical use, headless::
+
+    app = App(dt=1 / 60, substeps=8)
+    app.add_plugin(DefaultPlugins)            # from systems: the standard cloth pipeline
+    cloth_entity = app.spawn(Cloth.from_mesh(mesh.grid(32, 32, 1.0, 1.0)), Pin(...))
+    app.step(frames=60)                       # one second of simulated time
+    app.get(cloth_entity, Cloth).x            # positions [m], (n, 3)
+
+Inside a game loop of your own, call ``app.update(real_dt)`` once per frame instead: it takes as
+many fixed steps as the elapsed time owes (at most ``max_steps``), so the cloth moves at the same
+speed whatever the frame rate.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import esper
+
+from engine.clock import FixedClock
+from engine.plugin import PluginLike, build_plugin, plugin_name
+from engine.schedule import Schedule, Stage, System
+
+T = TypeVar("T")
+log = logging.getLogger("loom")
+_app_ids = itertools.count(1)
+
+
+class App:
+    """A simulation with a private ECS world, resources, an ordered schedule and a fixed-step clock.
+
+    dt [s] is the fixed step (1/60 s suits a 60 Hz game); substeps splits each step into
+    h = dt/substeps for the SUBSTEP stage (more substeps: stiffer, less stretchy cloth, more cost);
+    max_steps caps the catch-up steps one ``update`` may take. threads, when given, sets numba's
+    thread count for parallel kernels (results do not depend on it).
+    """
+
+    def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 8, *, max_steps: int = 4,
+                 threads: int | None = None) -> None:
+        self.clock = FixedClock(dt=dt, substeps=substeps, max_steps=max_steps)
+        self.schedule = Schedule()
+        self.resources: dict[type, Any] = {}
+        self.world = f"loom-app-{next(_app_ids)}"
+        self._plugins: list[str] = []
+        self._handlers: dict[str, list[Callable[..., None]]] = {}
+        self._reporters: list[Callable[[App], dict[str, Any]]] = []
+        self.sim_seconds = 0.0
+        """Wall-clock time spent in fixed steps since the start [s] (for reports and HUDs)."""
+        if threads is not None:
+            self.set_threads(threads)
+        self._use()
+
+    def set_threads(self, threads: int) -> None:
+        """Set numba's thread count for parallel kernels (1 … cores); results do not depend on it."""
+        import numba
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
+            raise ValueError(f"App.threads = {threads!r}: must be an integer in 1 … {numba.config.NUMBA_NUM_THREADS}")
+        numba.set_num_threads(threads)
+
+    # --- world ------------------------------------------------------------------------------
+    def _use(self) -> None:
+        """Make this App's world esper's current one (cheap when it already is)."""
+        if esper.current_world != self.world:
+            esper.switch_world(self.world)
+
+    def spawn(self, *components: Any) -> int:
+        """Create an entity with ``components`` and return its id."""
+        self._use()
+        return esper.create_entity(*components)
+
+    def despawn(self, entity: int) -> None:
+        """Delete ``entity`` and all its components now. Raises KeyError if it does not exist."""
+        self._use()
+        if not esper.entity_exists(entity):
+            raise KeyError(f"despawn: entity {entity} does not exist in {self.world}")
+        esper.delete_entity(entity, immediate=True)
+
+    def get(self, entity: int, component_type: type[T]) -> T:
+        """Return ``entity``'s component of ``component_type``. Raises KeyError if it has none."""
+        self._use()
+        found = esper.try_component(entity, component_type)
+        if found is None:
+            raise KeyError(f"entity {entity} has no {component_type.__name__} component")
+        return found
+
+    def try_get(self, entity: int, component_type: type[T]) -> T | None:
+        """Return ``entity``'s component of ``component_type``, or None if it has none."""
+        self._use()
+        if not esper.entity_exists(entity):
+            return None
+        return esper.try_component(entity, component_type)
+
+    def add_component(self, entity: int, component: Any) -> None:
+        """Attach ``component`` to ``entity`` (replacing one of the same type).
+
+        Every add or remove drops esper's query caches: do it at set-up or on events, not per frame."""
+        self._use()
+        esper.add_component(entity, component)
+
+    def remove_component(self, entity: int, component_type: type[T]) -> T:
+        """Detach and return ``entity``'s component of ``component_type``. Raises KeyError if absent."""
+        self._use()
+        return esper.remove_component(entity, component_type)
+
+    def query(self, *component_types: type) -> list[tuple[Any, ...]]:
+        """Return ``[(entity, component, ...), ...]`` for the entities holding every type given.
+
+        Ordered by entity id, so systems visit entities in a deterministic order."""
+        self._use()
+        if len(component_types) == 1:
+            return esper.get_component(component_types[0])
+        return [(e, *comps) for e, comps in esper.get_components(*component_types)]
+
+    def entities(self) -> list[int]:
+        """Return every entity id in this App's world."""
+        self._use()
+        return list(esper.get_entities())
+
+    # --- resources ------------------------------------------------------------------------
+    def insert_resource(self, resource: Any, *, replace: bool = True) -> Any:
+        """Store one ``resource`` per type (gravity, settings …) and return the one in force.
+
+        With replace=False an existing resource of that type is kept: plugins insert defaults
+        this way, so a resource the game inserted first wins."""
+        key = type(resource)
+        if replace or key not in self.resources:
+            self.resources[key] = resource
+        return self.resources[key]
+
+    def resource(self, resource_type: type[T]) -> T:
+        """Return the resource of ``resource_type``. Raises KeyError naming it if absent."""
+        try:
+            return self.resources[resource_type]
+        except KeyError:
+            raise KeyError(f"no {resource_type.__name__} resource; insert one with insert_resource "
+                           f"or add the plugin that provides it") from None
+
+    # --- plugins, systems, events, reports --------------------------------------------------
+    def add_plugin(self, plugin: PluginLike) -> App:
+        """Build ``plugin`` (an object with ``build(app)``, a plugin class, or a function of app).
+
+        A plugin is unique: adding one with the same name twice raises ValueError."""
+        name = plugin_name(plugin)
+        if name in self._plugins and not hasattr(plugin, "plugins"):
+            raise ValueError(f"add_plugin: {name} is already added to this App")
+        if not hasattr(plugin, "plugins"):
+            self._plugins.append(name)
+        build_plugin(plugin, self)
+        return self
+
+    @property
+    def plugins(self) -> list[str]:
+        """Names of the plugins built so far, in order."""
+        return list(self._plugins)
+
+    def add_system(self, system: System, stage: Stage = Stage.SUBSTEP, *, name: str | None = None,
+                   in_set: Any = None, before: Any = None, after: Any = None) -> App:
+        """Run ``system(app, dt)`` in ``stage``, ordered by ``before``/``after`` (names of systems or sets).
+
+        Raises ValueError for a duplicate name; unknown names and cycles raise when the stage
+        next runs (so plugins may be added in any order)."""
+        self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after)
+        return self
+
+    def add_systems(self, stage: Stage, *systems: System, in_set: Any = None, before: Any = None,
+                    after: Any = None) -> App:
+        """Add several systems to one stage with the same set and ordering, in the order given."""
+        for system in systems:
+            self.add_system(system, stage, in_set=in_set, before=before, after=after)
+        return self
+
+    def configure_sets(self, stage: Stage, *sets: Any, chain: bool = True) -> App:
+        """Declare that the named system sets of ``stage`` run in the order given."""
+        self.schedule.configure_sets(stage, *sets, chain=chain)
+        return self
+
+    def replace_system(self, name: str, system: System, stage: Stage = Stage.SUBSTEP) -> App:
+        """Swap the system registered as ``name`` for ``system``, keeping its place in the order."""
+        self.schedule.replace(stage, name, system)
+        return self
+
+    def on(self, event: str, handler: Callable[..., None]) -> None:
+        """Call ``handler(**payload)`` whenever ``event`` is emitted (held strongly: lambdas work)."""
+        self._handlers.setdefault(event, []).append(handler)
+
+    def emit(self, event: str, **payload: Any) -> None:
+        """Send ``event`` with keyword ``payload`` to every handler registered with ``on``."""
+        for handler in self._handlers.get(event, ()):
+            handler(**payload)
+
+    def add_reporter(self, reporter: Callable[[App], dict[str, Any]]) -> None:
+        """Add a function whose dict is merged into ``report()`` (plugins report their own numbers)."""
+        self._reporters.append(reporter)
+
+    def report(self) -> dict[str, Any]:
+        """Return a summary of the run: frames, simulated time, sim ms per frame, plus each reporter's."""
+        steps = self.clock.step_index
+        out: dict[str, Any] = {
+            "frames": steps,
+            "time_s": round(self.clock.time, 9),
+            "sim_ms_per_frame": round(1000.0 * self.sim_seconds / steps, 4) if steps else 0.0,
+        }
+        for reporter in self._reporters:
+            out.update(reporter(self))
+        return out
+
+    # --- time --------------------------------------------------------------------------------
+    def step(self, frames: int = 1) -> None:
+        """Advance ``frames`` fixed steps of dt: PRE_STEP, SUBSTEP × substeps, POST_STEP each."""
+        if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
+            raise ValueError(f"App.step frames = {frames!r}: must be an integer >= 0")
+        self._use()
+        clock = self.clock
+        dt, h, substeps = clock.dt, clock.h, clock.substeps
+        pre = self.schedule.systems(Stage.PRE_STEP)
+        sub = self.schedule.systems(Stage.SUBSTEP)
+        post = self.schedule.systems(Stage.POST_STEP)
+        start = time.perf_counter()
+        for _ in range(frames):
+            for system in pre:
+                system(self, dt)
+            for k in range(substeps):
+                clock.substep_index = k
+                for system in sub:
+                    system(self, h)
+            for system in post:
+                system(self, dt)
+            clock.step_index += 1
+        self.sim_seconds += time.perf_counter() - start
+
+    def update(self, real_dt: float) -> int:
+        """Run one rendered frame: INPUT, the fixed steps ``real_dt`` [s] owes, RENDER; return the steps taken.
+
+        At most ``max_steps`` steps run, so a long hitch (say real_dt = 1 s) drops time instead
+        of freezing the game while the simulation catches up."""
+        steps = self.clock.advance(real_dt)
+        self.run_stage(Stage.INPUT, real_dt)
+        self.step(steps)
+        self.run_stage(Stage.RENDER, real_dt)
+        return steps
+
+    def run_stage(self, stage: Stage, dt: float) -> None:
+        """Run the systems of one stage once with ``dt`` (INPUT and RENDER are run by ``update``)."""
+        self._use()
+        for system in self.schedule.systems(stage):
+            system(self, dt)
+
+    def run(self, argv: Iterable[str] | None = None) -> dict[str, Any]:
+        """Run the App from a command line: ``--headless --frames N --report json|text``.
+
+        Headless (or with no window plugin) it steps N frames and prints the report; a window
+        plugin provides ``WindowRunner`` as a resource to open a window instead."""
+        from engine.runner import run_app
+        return run_app(self, argv)
+
+    def close(self) -> None:
+        """Delete this App's esper world (the App is unusable afterwards)."""
+        if esper.current_world == self.world:
+            esper.switch_world("default")
+        if self.world in esper.list_worlds():
+            esper.delete_world(self.world)

@@ -1,0 +1,67 @@
+"""Command line of every Loom game: ``--headless --frames N --report json|text``.
+
+Headless, the App steps N fixed frames and prints its report — one JSON line with ``--report
+json`` — so tests, CI and baking use the same entry point as players. With no ``--headless``, a
+window plugin that inserted a ``WindowRunner`` resource opens the window; with none, the run
+stays headless and says so.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class WindowRunner:
+    """Resource a window plugin inserts: ``open(app, args)`` runs the interactive loop and returns the report."""
+
+    open: Callable[[Any, argparse.Namespace], dict[str, Any]]
+
+
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser every game shares (games may add their own options to it)."""
+    p = argparse.ArgumentParser(prog=prog, description="Run a Loom scene.")
+    p.add_argument("--headless", action="store_true", help="no window: step --frames frames and report")
+    p.add_argument("--frames", type=_frames, default=300, help="fixed frames to simulate headless (default 300)")
+    p.add_argument("--report", choices=("json", "text"), default="text", help="report format (default text)")
+    return p
+
+
+def _frames(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--frames = {text!r}: must be a whole number >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--frames = {value}: must be >= 0")
+    return value
+
+
+def run_app(app: Any, argv: Iterable[str] | None = None, *,
+            arg_parser: argparse.ArgumentParser | None = None) -> dict[str, Any]:
+    """Parse ``argv`` (default: sys.argv[1:]), run ``app`` headless or windowed, print and return the report."""
+    args = (arg_parser or parser()).parse_args(None if argv is None else list(argv))
+    window = app.resources.get(WindowRunner)
+    if not args.headless and window is not None:
+        report = window.open(app, args)
+    else:
+        if not args.headless:
+            print("loom: no window plugin added; running headless", file=sys.stderr)
+        app.step(args.frames)
+        report = app.report()
+    print_report(report, args.report)
+    return report
+
+
+def print_report(report: dict[str, Any], fmt: str = "text") -> None:
+    """Print ``report`` as one JSON line (``json``) or aligned ``key: value`` lines (``text``)."""
+    if fmt == "json":
+        print(json.dumps(report, sort_keys=False), flush=True)
+    else:
+        width = max((len(k) for k in report), default=0)
+        for key, value in report.items():
+            print(f"{key:<{width}}  {value}")

@@ -1,0 +1,64 @@
+"""Loom's standard systems, each a plugin; ``DefaultPlugins`` is the whole cloth pipeline.
+
+Order your own systems against the public sets in ``ClothSet``::
+
+    app.add_system(apply_buoyancy, Stage.SUBSTEP, after=ClothSet.PREDICT, before=ClothSet.CONSTRAIN)
+"""
+from __future__ import annotations
+
+from components import Gravity
+from engine import App, PluginGroup, Stage
+from systems import constraints, guard, integration, pins
+from systems.report import cloth_report
+from systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
+
+
+class ClothPlugin:
+    """The ordered sets of the pipeline, the gravity default and the cloth report."""
+
+    def build(self, app: App) -> None:
+        app.configure_sets(Stage.PRE_STEP, *PRE_STEP_SETS)
+        app.configure_sets(Stage.SUBSTEP, *SUBSTEP_SETS)
+        app.configure_sets(Stage.POST_STEP, *POST_STEP_SETS)
+        app.insert_resource(Gravity(), replace=False)
+        app.add_reporter(cloth_report)
+
+
+class IntegrationPlugin:
+    """Symplectic Euler prediction, velocity update with damping, force clearing."""
+
+    def build(self, app: App) -> None:
+        app.add_system(integration.predict_positions, Stage.SUBSTEP, in_set=ClothSet.PREDICT)
+        app.add_system(integration.update_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE)
+        app.add_system(integration.clear_forces, Stage.POST_STEP, in_set=ClothSet.CLEAR)
+
+
+class PinPlugin:
+    """Pin targets per step, pinned particles per substep."""
+
+    def build(self, app: App) -> None:
+        app.add_system(pins.prepare_pins, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS)
+        app.add_system(pins.pin_particles, Stage.SUBSTEP, in_set=ClothSet.PIN)
+
+
+class ConstraintPlugin:
+    """XPBD links, dihedral bending, Provot limit and tethers."""
+
+    def build(self, app: App) -> None:
+        app.add_system(constraints.refresh_tethers, Stage.PRE_STEP, in_set=ClothSet.TETHERS)
+        app.add_system(constraints.solve_constraints, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN)
+
+
+class GuardPlugin:
+    """Refuse and report a step that would write NaN or inf."""
+
+    def build(self, app: App) -> None:
+        app.add_system(guard.save_state, Stage.PRE_STEP, in_set=ClothSet.SAVE)
+        app.add_system(guard.reject_non_finite, Stage.POST_STEP, in_set=ClothSet.GUARD)
+
+
+DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, GuardPlugin)
+"""The standard pipeline; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out."""
+
+__all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "GuardPlugin", "IntegrationPlugin",
+           "PinPlugin"]
