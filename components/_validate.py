@@ -77,6 +77,8 @@ def indices(owner: str, name: str, value: Any, shape: tuple[int | None, ...], co
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{owner}.{name}: expected integer indices, got dtype {arr.dtype} ({_show(arr)})")
     _check_shape(owner, name, arr, shape)
+    if arr.size == 0:
+        return np.ascontiguousarray(arr, dtype=np.int32)
     flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
     bad = (flat < 0) | (flat >= count)
     if bad.any():

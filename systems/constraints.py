@@ -5,8 +5,8 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
   compliance α [m/N] scaled to α/h² so stiffness does not depend on the substep count; the
   distance form is Provot 1995's structural/shear/flexion springs and Fuhrmann 2003's
   constraints (eqs. 5–9: mass-weighted corrections that keep the centre of mass);
-- Provot 1995's deformation limit: a stretch or shear link longer than (1 + limit) × rest is
-  shortened to that bound in the same projection;
+- Provot 1995's deformation limit: after the sweeps, passes that shorten every stretch or shear
+  link longer than (1 + limit) × rest to that bound;
 - dihedral bending (bend_model="dihedral"): C = θ − θ₀ with the exact gradients of Bridson et
   al. 2003 §4 (robust at θ = 0, unlike the acos form of Müller et al. 2007);
 - tethers (long-range attachments, Kim et al. 2012): a free particle may be no farther from each
@@ -29,6 +29,10 @@ from engine import App
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
+STRAIN_LIMIT_MAX_PASSES = 20
+"""Most passes of Provot's deformation limit per substep; passes stop as soon as no link is over.
+Measured on a 16×16 rubber sheet (compliance 0.05 m/N, limit 10 %, no tethers): 4 passes leave
+11.5 % strain, 20 leave 10.26 % (1.4 ms/frame), 50 leave 10.08 % (2.8 ms), 200 leave 10.006 % (9.5 ms)."""
 
 
 def solve_constraints(app: App, h: float) -> None:
@@ -39,7 +43,7 @@ def solve_constraints(app: App, h: float) -> None:
         kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
         kernel(cloth.iterations, inv_h2,
                cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_max,
-               cloth.material.strain_limit is not None, cloth.link_color_offsets,
+               0 if cloth.material.strain_limit is None else STRAIN_LIMIT_MAX_PASSES, cloth.link_color_offsets,
                cloth.bend_quads, cloth.bend_rest_angle, cloth.material.bend_angle_compliance,
                cloth.bend_color_offsets,
                cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
@@ -152,15 +156,18 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
 
 
 @numba.njit(cache=True)
-def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limited, link_offsets,
+def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes, link_offsets,
                   quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor, tether_length,
                   inv_mass, x, link_lambda, bend_lambda):
     """``iterations`` Gauss–Seidel sweeps over colours of links, then bend quads, then tethers.
 
     Each link k is one XPBD distance projection (Macklin et al. 2016 eq. 18): Δλ = (l₀ − l − α̃λ)/(w_a
     + w_b + α̃) with α̃ = α/h², x_a += w_a·n·Δλ, x_b −= w_b·n·Δλ, n the unit direction b→a (Fuhrmann
-    2003 eqs. 6–9: mass weighting keeps the centre of mass); with ``limited``, a stretch or shear link
-    is then cut back to link_max = (1 + limit)·l₀ (Provot 1995). Tethers (one-sided, anchor fixed)
+    2003 eqs. 6–9: mass weighting keeps the centre of mass). With ``limit_passes`` > 0, passes of Provot
+    1995's deformation limit follow until no link is over (at most ``limit_passes``): a stretch or shear link longer than link_max =
+    (1 + limit)·l₀ is cut back to it (a separate pass: clamping inside the XPBD projection was
+    undone by later colours, leaving 11.6 % strain under a 10 % limit, and 4 passes left 11.5 %
+    on a 16×16 rubber sheet: the limit must travel from the pins across the sheet). Tethers (one-sided, anchor fixed)
     run on every second sweep ending with the last: every sweep cost 14 % of the n = 128 step,
     once per substep let max strain rise from 0.16 % to 0.9 %, every second sweep keeps 0.16 %.
     link_* (c,) colour order [m, m/N, m]; inv_mass (n,) [1/kg]; writes x (n, 3) [m] and the
@@ -192,10 +199,6 @@ def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance
                 alpha = link_compliance[k] * inv_h2
                 dlam = (link_rest[k] - length - alpha * link_lambda[k]) / (w + alpha)
                 link_lambda[k] += dlam
-                if limited:                            # Provot 1995: never beyond (1 + limit)·rest
-                    after = length + w * dlam
-                    if after > link_max[k]:
-                        dlam += (link_max[k] - after) / w
                 s = dlam / length
                 x[a, 0] += wa * s * dx
                 x[a, 1] += wa * s * dy
@@ -222,9 +225,34 @@ def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance
                         x[p, 1] = x[a, 1] + dy * s
                         x[p, 2] = x[a, 2] + dz * s
 
+    if limit_passes > 0:                           # Provot 1995: passes of the deformation limit
+        for _ in range(limit_passes):
+            over = 0
+            for c in range(link_offsets.shape[0] - 1):
+                for k in range(link_offsets[c], link_offsets[c + 1]):
+                    a = link_i[k]
+                    b = link_j[k]
+                    w = inv_mass[a] + inv_mass[b]
+                    dx = x[a, 0] - x[b, 0]
+                    dy = x[a, 1] - x[b, 1]
+                    dz = x[a, 2] - x[b, 2]
+                    length = math.sqrt(dx * dx + dy * dy + dz * dz)
+                    if w == 0.0 or length <= link_max[k]:
+                        continue
+                    over += 1
+                    s = (link_max[k] - length) / (w * length)
+                    x[a, 0] += inv_mass[a] * s * dx
+                    x[a, 1] += inv_mass[a] * s * dy
+                    x[a, 2] += inv_mass[a] * s * dz
+                    x[b, 0] -= inv_mass[b] * s * dx
+                    x[b, 1] -= inv_mass[b] * s * dy
+                    x[b, 2] -= inv_mass[b] * s * dz
+            if over == 0:
+                break
+
 
 @numba.njit(cache=True, parallel=True)
-def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limited, link_offsets,
+def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes, link_offsets,
                     quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor, tether_length,
                     inv_mass, x, link_lambda, bend_lambda):
     """Twin of ``_solve_serial`` with each colour's loop split over threads (same result, bit for bit)."""
@@ -250,10 +278,6 @@ def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_complian
                 alpha = link_compliance[k] * inv_h2
                 dlam = (link_rest[k] - length - alpha * link_lambda[k]) / (w + alpha)
                 link_lambda[k] += dlam
-                if limited:                            # Provot 1995: never beyond (1 + limit)·rest
-                    after = length + w * dlam
-                    if after > link_max[k]:
-                        dlam += (link_max[k] - after) / w
                 s = dlam / length
                 x[a, 0] += wa * s * dx
                 x[a, 1] += wa * s * dy
@@ -280,13 +304,40 @@ def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_complian
                         x[p, 1] = x[a, 1] + dy * s
                         x[p, 2] = x[a, 2] + dz * s
 
+    if limit_passes > 0:                           # Provot 1995: passes of the deformation limit
+        for _ in range(limit_passes):
+            over = 0
+            for c in range(link_offsets.shape[0] - 1):
+                for k in prange(link_offsets[c], link_offsets[c + 1]):
+                    a = link_i[k]
+                    b = link_j[k]
+                    w = inv_mass[a] + inv_mass[b]
+                    dx = x[a, 0] - x[b, 0]
+                    dy = x[a, 1] - x[b, 1]
+                    dz = x[a, 2] - x[b, 2]
+                    length = math.sqrt(dx * dx + dy * dy + dz * dz)
+                    if w == 0.0 or length <= link_max[k]:
+                        continue
+                    over += 1
+                    s = (link_max[k] - length) / (w * length)
+                    x[a, 0] += inv_mass[a] * s * dx
+                    x[a, 1] += inv_mass[a] * s * dy
+                    x[a, 2] += inv_mass[a] * s * dz
+                    x[b, 0] -= inv_mass[b] * s * dx
+                    x[b, 1] -= inv_mass[b] * s * dy
+                    x[b, 2] -= inv_mass[b] * s * dz
+            if over == 0:
+                break
+
 
 @numba.njit(cache=True)
 def _build_tethers(rest_x, anchors, inv_mass, count):
     """Tether each free particle to its ``count`` nearest anchors in the rest shape (Kim et al. 2012).
 
     rest_x (n, 3) [m]; anchors (P,) int32. Returns CSR (offsets (n + 1,) int32, anchor (m,) int32,
-    length (m,) [m] = rest distance). Straight-line rest distance is exact for flat convex panels
+    length (m,) [m] = rest distance). Each particle's nearest anchor comes first, its farthest last:
+    the reverse order held the near tether exactly but doubled the worst edge strain of a 32×32
+    sheet at default settings (0.8 % → 1.7 %). Straight-line rest distance is exact for flat convex panels
     and never longer than the geodesic, so a tether never forces a stretch."""
     n = rest_x.shape[0]
     per = min(count, anchors.shape[0])
@@ -303,7 +354,7 @@ def _build_tethers(rest_x, anchors, inv_mass, count):
             q = anchors[a]
             dist[a] = math.sqrt((rest_x[p, 0] - rest_x[q, 0]) ** 2 + (rest_x[p, 1] - rest_x[q, 1]) ** 2
                                 + (rest_x[p, 2] - rest_x[q, 2]) ** 2)
-        for t in range(per):                      # selection of the `per` smallest, ties by index
+        for t in range(per):                      # the `per` nearest, nearest first
             best = -1
             for a in range(anchors.shape[0]):
                 if dist[a] >= 0.0 and (best < 0 or dist[a] < dist[best]):
