@@ -7,9 +7,12 @@ from typing import Any
 import numpy as np
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, np.ndarray):
+def show(value: Any) -> str:
+    """Format a bad value for an error message: plain numbers (``-0.5``, not ``np.float64(-0.5)``)."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
         return np.array2string(value, precision=6, separator=", ", threshold=8)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return repr(value.item())
     return repr(value)
 
 
@@ -51,7 +54,7 @@ def floats(owner: str, name: str, value: Any, shape: tuple[int | None, ...], *, 
     try:
         arr = np.array(value, dtype=np.float64, copy=True, order="C")
     except (TypeError, ValueError):
-        raise TypeError(f"{owner}.{name}: expected real numbers of shape {_shape(shape)}, got {_show(value)}") \
+        raise TypeError(f"{owner}.{name}: expected real numbers of shape {_shape(shape)}, got {show(value)}") \
             from None
     _check_shape(owner, name, arr, shape)
     bad = ~np.isfinite(arr)
@@ -59,12 +62,12 @@ def floats(owner: str, name: str, value: Any, shape: tuple[int | None, ...], *, 
         where = np.argwhere(bad)[0]
         row = tuple(int(w) for w in where[: max(1, arr.ndim - 1)])
         label = row[0] if len(row) == 1 else list(row)
-        raise ValueError(f"{owner}.{name}[{label}] = {_show(arr[row])}: must be finite{unit}")
+        raise ValueError(f"{owner}.{name}[{label}] = {show(arr[row])}: must be finite{unit}")
     if low is not None:
         below = arr < low
         if below.any():
             k = int(np.argwhere(below)[0][0])
-            raise ValueError(f"{owner}.{name}[{k}] = {_show(arr[k])}: must be >= {low}{unit}")
+            raise ValueError(f"{owner}.{name}[{k}] = {show(arr[k])}: must be >= {low}{unit}")
     return arr
 
 
@@ -75,7 +78,7 @@ def indices(owner: str, name: str, value: Any, shape: tuple[int | None, ...], co
     if arr.size == 0 and arr.dtype.kind not in "iu":
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{owner}.{name}: expected integer indices, got dtype {arr.dtype} ({_show(arr)})")
+        raise TypeError(f"{owner}.{name}: expected integer indices, got dtype {arr.dtype} ({show(arr)})")
     _check_shape(owner, name, arr, shape)
     if arr.size == 0:
         return np.ascontiguousarray(arr, dtype=np.int32)
@@ -83,7 +86,7 @@ def indices(owner: str, name: str, value: Any, shape: tuple[int | None, ...], co
     bad = (flat < 0) | (flat >= count)
     if bad.any():
         k = int(np.argwhere(bad)[0][0])
-        shown = _show(arr[k])
+        shown = show(arr[k])
         raise ValueError(f"{owner}.{name}[{k}] = {shown}: out of range for {count} {count_label}")
     return np.ascontiguousarray(arr, dtype=np.int32)
 

@@ -42,10 +42,10 @@ class Pin:
         idx = np.asarray(self.index)
         if idx.ndim == 0:
             idx = idx.reshape(1)
-        if idx.dtype.kind not in "iu":
-            raise TypeError(f"Pin.index: expected integer particle indices, got dtype {idx.dtype}")
         if idx.ndim != 1 or idx.size == 0:
             raise ValueError(f"Pin.index: shape {idx.shape}, expected (k,) with k >= 1")
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"Pin.index: expected integer particle indices, got dtype {idx.dtype}")
         negative = np.flatnonzero(idx < 0)
         if negative.size:
             k = int(negative[0])

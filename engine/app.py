@@ -2,7 +2,7 @@
 
 Typical use, headless::
 
-    app = App(dt=1 / 60, substeps=8)
+    app = App(dt=1 / 60, substeps=16)
     app.add_plugin(DefaultPlugins)            # from systems: the standard cloth pipeline
     cloth_entity = app.spawn(Cloth.from_mesh(mesh.grid(32, 32, 1.0, 1.0)), Pin(...))
     app.step(frames=60)                       # one second of simulated time
@@ -40,7 +40,7 @@ class App:
     thread count for parallel kernels (results do not depend on it).
     """
 
-    def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 8, *, max_steps: int = 4,
+    def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 16, *, max_steps: int = 4,
                  threads: int | None = None) -> None:
         self.clock = FixedClock(dt=dt, substeps=substeps, max_steps=max_steps)
         self.schedule = Schedule()

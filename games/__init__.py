@@ -1,0 +1,1 @@
+"""Loom's demo games: each runs as ``python -m games.<name>`` and headless with ``--headless``."""

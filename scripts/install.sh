@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install everything Loom's tests need on a fresh Debian machine: headless GL (Mesa llvmpipe via
+# EGL, for the moderngl renderer and screenshot tests), Xvfb, then Loom with its test extra.
+# Safe to run again: apt and pip skip what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+apt_packages=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri xvfb xauth)
+if command -v apt-get >/dev/null 2>&1; then
+    missing=()
+    for p in "${apt_packages[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        sudo=""
+        [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+fi
+python -m pip install -q --disable-pip-version-check -e ".[test]"
