@@ -6,7 +6,7 @@ dt = 1/60 s split into ``--substeps``, velocities × 0.99 per step, structural +
 diagonals) + bend (two apart) distance links, structural compliance 0, ``--iters`` sweeps.
 
 Run: python -m benchmarks sheet --n 32 64 128 256 --substeps 4 --iters 10 --steps 120 [--tethers]
-     [--threads 1|2] [--model xpbd]
+     [--sphere] [--threads 1|2] [--model xpbd]
 """
 from __future__ import annotations
 
@@ -15,26 +15,29 @@ import json
 import math
 import time
 
-from components import MODELS, STRETCH, Cloth, ClothMaterial, Pin
+from components import MODELS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform
 from engine import App, mesh
 from systems import DefaultPlugins
 
 
-def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float) -> Cloth:
-    """Spawn the benchmark sheet into ``app`` and return its Cloth."""
+def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float, sphere: bool) -> Cloth:
+    """Spawn the benchmark sheet (and with ``sphere`` a 0.25 m ball pressing 3 cm into it from behind)."""
     sheet = mesh.grid(n, n, 1.0, 1.0)
     material = ClothMaterial(density=0.1, stretch_compliance=0.0, damping=-math.log(0.99) / dt)
     cloth = Cloth.from_mesh(sheet, material, model=model, iterations=iters, tethers=tethers)
     app.spawn(cloth, Pin.corners(sheet, "top"))
+    if sphere:
+        app.spawn(Collider(Sphere(0.25), friction=0.5), Transform(position=(0.0, -0.2, -0.22)))
     return cloth
 
 
-def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads: int, model: str) -> dict:
+def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads: int, model: str,
+        sphere: bool = False) -> dict:
     """Time ``steps`` fixed steps of the n×n sheet after one warm-up step; return the JSON record."""
     dt = 1.0 / 60.0
     app = App(dt=dt, substeps=substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
-    cloth = build_sheet(app, n, iters=iters, tethers=tethers, model=model, dt=dt)
+    cloth = build_sheet(app, n, iters=iters, tethers=tethers, model=model, dt=dt, sphere=sphere)
     start = time.perf_counter()
     app.step(1)                                    # compile (or load cached kernels) and first step
     warmup = time.perf_counter() - start
@@ -48,6 +51,7 @@ def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads
         "particles": cloth.particle_count,
         "constraints": constraints,
         "tethers": int(cloth.tether_anchor.shape[0]),
+        "sphere": sphere,
         "threads": threads,
         "substeps": substeps,
         "iters": iters,
@@ -69,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--iters", type=int, default=10, help="constraint sweeps per substep")
     p.add_argument("--steps", type=int, default=120, help="timed fixed steps of 1/60 s")
     p.add_argument("--tethers", action="store_true", help="long-range attachments to the pinned corners")
+    p.add_argument("--sphere", action="store_true", help="a 0.25 m ball pressing 3 cm into the sheet from behind")
     p.add_argument("--threads", type=int, choices=(1, 2), default=1)
     p.add_argument("--model", choices=MODELS, default="xpbd")
     args = p.parse_args(argv)
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         if n < 2:
             p.error(f"--n {n}: a sheet needs at least 2 particles per side")
         print(json.dumps(run(n, substeps=args.substeps, iters=args.iters, steps=args.steps, tethers=args.tethers,
-                             threads=args.threads, model=args.model)), flush=True)
+                             threads=args.threads, model=args.model, sphere=args.sphere)), flush=True)
 
 
 if __name__ == "__main__":

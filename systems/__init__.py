@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from components import Gravity
 from engine import App, PluginGroup, Stage
-from systems import constraints, guard, integration, pins
+from systems import constraints, environment, guard, integration, pins
 from systems.report import cloth_report
 from systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
 
@@ -49,6 +49,14 @@ class ConstraintPlugin:
         app.add_system(constraints.solve_constraints, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN)
 
 
+class EnvironmentPlugin:
+    """Collisions with spheres and planes, with Coulomb friction."""
+
+    def build(self, app: App) -> None:
+        app.add_system(environment.gather_colliders, Stage.PRE_STEP, in_set=ClothSet.FORCES)
+        app.add_system(environment.collide_environment, Stage.SUBSTEP, in_set=ClothSet.COLLIDE)
+
+
 class GuardPlugin:
     """Refuse and report a step that would write NaN or inf."""
 
@@ -57,8 +65,9 @@ class GuardPlugin:
         app.add_system(guard.reject_non_finite, Stage.POST_STEP, in_set=ClothSet.GUARD)
 
 
-DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, GuardPlugin)
+DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin,
+                             GuardPlugin)
 """The standard pipeline; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out."""
 
-__all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "GuardPlugin", "IntegrationPlugin",
-           "PinPlugin"]
+__all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "EnvironmentPlugin", "GuardPlugin",
+           "IntegrationPlugin", "PinPlugin"]

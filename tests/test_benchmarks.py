@@ -1,0 +1,35 @@
+"""The benchmarks print the JSON they promise (no speed is asserted here: speed lives in the notes)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHEET_KEYS = {"impl", "n", "particles", "constraints", "steps", "wall_s", "steps_per_s",
+              "constraint_projections_per_s", "final_max_stretch", "warmup_s"}
+
+
+def run_benchmark(*args: str) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_sheet_benchmark_prints_one_json_line_per_size():
+    records = run_benchmark("sheet", "--n", "8", "12", "--substeps", "2", "--iters", "3", "--steps", "5",
+                            "--tethers", "--sphere", "--threads", "2")
+    assert [r["n"] for r in records] == [8, 12]
+    for r in records:
+        assert SHEET_KEYS <= set(r), SHEET_KEYS - set(r)
+        assert r["particles"] == r["n"] ** 2
+        assert r["constraint_projections_per_s"] > 0 and r["steps"] == 5 and r["sphere"] is True
+        assert 0.0 <= r["final_max_stretch"] < 1.0
+
+
+def test_sheet_benchmark_rejects_a_one_particle_sheet():
+    out = subprocess.run([sys.executable, "-m", "benchmarks", "sheet", "--n", "1"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 2 and "--n 1" in out.stderr
