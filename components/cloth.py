@@ -13,11 +13,15 @@ import numpy as np
 
 from components._validate import choice, floats, indices, integer, show
 from components.material import ClothMaterial
+from components.models import SETTINGS, settings_for
 from engine.coloring import color_order
 from engine.mesh import Mesh
 
-MODELS = ("xpbd",)
-"""Solvers a cloth can select with ``model=``; each system skips cloths of other models."""
+MODELS = tuple(SETTINGS)
+"""Solvers a cloth can select with ``model=``: xpbd (default), verlet, mass_spring, implicit.
+Each system skips cloths of other models."""
+STEP_MODELS = ("implicit",)
+"""Models solved once per fixed step by one fused system; the substep systems skip them."""
 
 STRETCH, SHEAR, BEND = 0, 1, 2
 """``link_kind`` codes: structural, shear and (distance) bending links."""
@@ -55,6 +59,8 @@ class Cloth:
     """Fabric parameters (density, compliances, damping, thickness, friction)."""
     model: str = "xpbd"
     """Solver that steps this cloth: one of ``MODELS``."""
+    settings: Any = None
+    """The model's settings (VerletSettings, MassSpringSettings, ImplicitSettings); None: defaults."""
     iterations: int = 2
     """Constraint sweeps per substep [-]; with the default 16 substeps, 2 keep a falling 32×32 sheet
     under 1.4 % strain and a hanging one under 0.5 %. Raise substeps before sweeps."""
@@ -156,6 +162,7 @@ class Cloth:
             raise TypeError(f"Cloth.material = {self.material!r}: expected a ClothMaterial "
                             f"(or a preset name with Cloth.from_mesh)")
         choice(owner, "model", self.model, MODELS)
+        self.settings = settings_for(self.model, self.settings)
         self.iterations = integer(owner, "iterations", self.iterations, low=1)
         self.tether_count = integer(owner, "tether_count", self.tether_count, low=1)
         self.tethers = bool(self.tethers)
@@ -195,9 +202,8 @@ class Cloth:
         self.link_lambda = np.zeros(links.shape[0])
 
     def _build_bends(self, quads: np.ndarray) -> None:
-        """Colour the dihedral bend quads and measure their rest angles."""
-        if self.material.bend_model != "dihedral":
-            quads = quads[:0]
+        """Colour the dihedral bend quads and measure their rest angles (used by bend_model="dihedral"
+        and by the implicit model's bend condition)."""
         order, self.bend_color_offsets = color_order(quads, self.particle_count)
         self.bend_quads = np.ascontiguousarray(quads[order])
         self.bend_rest_angle = dihedral_angles(self.rest_x, self.bend_quads)
@@ -206,7 +212,7 @@ class Cloth:
     # --- constructors ---------------------------------------------------------------------------
     @classmethod
     def from_mesh(cls, mesh: Mesh, material: ClothMaterial | str = "cotton", *, model: str = "xpbd",
-                  iterations: int = 2, tethers: bool = True, **material_changes: Any) -> Cloth:
+                  settings: Any = None, iterations: int = 2, tethers: bool = True, **material_changes: Any) -> Cloth:
         """Build a cloth from ``mesh``: masses by Fuhrmann 2003 eq. 1, links from the mesh's
         stretch, shear and bend tables (bend quads for ``bend_model="dihedral"``).
 
@@ -227,7 +233,7 @@ class Cloth:
         kinds = np.concatenate([np.full(len(t), k, np.int8) for k, t in enumerate(tables)])
         return cls(x=mesh.positions, mass=mesh.vertex_masses(material.density), links=links, link_kind=kinds,
                    triangles=mesh.triangles, bend_quads=mesh.bend_quads, rest_uv=mesh.uv, material=material,
-                   model=model, iterations=iterations, tethers=tethers)
+                   model=model, settings=settings, iterations=iterations, tethers=tethers)
 
     @classmethod
     def from_particles(cls, positions: Any, mass: Any, links: Any, *, material: ClothMaterial | None = None,
@@ -247,6 +253,11 @@ class Cloth:
     def particle_count(self) -> int:
         """Number of particles n."""
         return self.x.shape[0]
+
+    @property
+    def substepped(self) -> bool:
+        """True if this cloth's model runs in the SUBSTEP stage (all but the whole-step implicit solver)."""
+        return self.model not in STEP_MODELS
 
     @property
     def link_count(self) -> int:

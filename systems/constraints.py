@@ -29,6 +29,8 @@ from engine import App
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
+_NO_COLORS = np.zeros(1, np.int32)            # colour offsets of an empty table
+
 STRAIN_LIMIT_MAX_PASSES = 20
 """Most passes of Provot's deformation limit per substep; passes stop as soon as no link is over.
 Measured on a 16×16 rubber sheet (compliance 0.05 m/N, limit 10 %, no tethers): 4 passes leave
@@ -36,16 +38,19 @@ Measured on a 16×16 rubber sheet (compliance 0.05 m/N, limit 10 %, no tethers):
 
 
 def solve_constraints(app: App, h: float) -> None:
-    """Project every cloth's links, bend angles and tethers ``cloth.iterations`` times."""
+    """Project every XPBD cloth's links, bend angles and tethers ``cloth.iterations`` times."""
     inv_h2 = 1.0 / (h * h)
     parallel = numba.get_num_threads() > 1
     for _, cloth in app.query(Cloth):
+        if cloth.model != "xpbd":
+            continue
+        bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
         kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
         kernel(cloth.iterations, inv_h2,
                cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_max,
                0 if cloth.material.strain_limit is None else STRAIN_LIMIT_MAX_PASSES, cloth.link_color_offsets,
                cloth.bend_quads, cloth.bend_rest_angle, cloth.material.bend_angle_compliance,
-               cloth.bend_color_offsets,
+               bend_offsets,
                cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
                cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda)
 
@@ -53,7 +58,7 @@ def solve_constraints(app: App, h: float) -> None:
 def refresh_tethers(app: App, dt: float) -> None:
     """Rebuild a cloth's tethers when its set of anchors (particles of inverse mass 0) has changed."""
     for _, cloth in app.query(Cloth):
-        if not cloth.tethers:
+        if not cloth.tethers or cloth.model != "xpbd":
             continue
         anchors = cloth.inv_mass == 0.0
         if np.array_equal(anchors, cloth.tether_anchor_mask):

@@ -51,6 +51,8 @@ def collide_environment(app: App, h: float) -> None:
     if packed is None or (packed.spheres.shape[0] == 0 and packed.planes.shape[0] == 0):
         return
     for _, cloth in app.query(Cloth):
+        if not cloth.substepped:
+            continue
         m = cloth.material
         _collide(packed.spheres, packed.planes, m.thickness, m.friction, cloth.inv_mass, cloth.x_prev, cloth.x)
 

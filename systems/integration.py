@@ -16,15 +16,19 @@ from engine import App
 
 
 def predict_positions(app: App, h: float) -> None:
-    """Apply gravity and external forces for a substep of h [s] and predict positions."""
+    """XPBD cloths: apply gravity and external forces for a substep of h [s] and predict positions."""
     g = app.resource(Gravity).acceleration
     for _, cloth in app.query(Cloth):
+        if cloth.model != "xpbd":
+            continue
         _predict(cloth.inv_mass, cloth.force, g[0], g[1], g[2], h, cloth.x, cloth.v, cloth.x_prev)
 
 
 def update_velocities(app: App, h: float) -> None:
-    """Set velocities from the substep's position change and apply the material's damping."""
+    """XPBD cloths: set velocities from the substep's position change and apply the material's damping."""
     for _, cloth in app.query(Cloth):
+        if cloth.model != "xpbd":
+            continue
         _update(cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v)
 
 

@@ -34,6 +34,8 @@ def pin_particles(app: App, h: float) -> None:
     clock = app.clock
     alpha = (clock.substep_index + 1) / clock.substeps
     for _, cloth, pin in app.query(Cloth, Pin):
+        if not cloth.substepped:
+            continue
         _move_pins(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
 
 

@@ -7,7 +7,7 @@ import enum
 class ClothSet(enum.Enum):
     """System sets of the cloth pipeline, in run order within their stage.
 
-    PRE_STEP:  SAVE → PIN_TARGETS → TETHERS → FORCES
+    PRE_STEP:  SAVE → PIN_TARGETS → TETHERS → FORCES → SOLVE_STEP (whole-step solvers: implicit)
     SUBSTEP:   PREDICT → PIN → CONSTRAIN → COLLIDE → SELF_COLLIDE → UPDATE
     POST_STEP: GUARD → CLEAR
     """
@@ -16,6 +16,7 @@ class ClothSet(enum.Enum):
     PIN_TARGETS = "pin_targets"
     TETHERS = "tethers"
     FORCES = "forces"
+    SOLVE_STEP = "solve_step"
     PREDICT = "predict"
     PIN = "pin"
     CONSTRAIN = "constrain"
@@ -26,7 +27,7 @@ class ClothSet(enum.Enum):
     CLEAR = "clear"
 
 
-PRE_STEP_SETS = (ClothSet.SAVE, ClothSet.PIN_TARGETS, ClothSet.TETHERS, ClothSet.FORCES)
+PRE_STEP_SETS = (ClothSet.SAVE, ClothSet.PIN_TARGETS, ClothSet.TETHERS, ClothSet.FORCES, ClothSet.SOLVE_STEP)
 SUBSTEP_SETS = (ClothSet.PREDICT, ClothSet.PIN, ClothSet.CONSTRAIN, ClothSet.COLLIDE, ClothSet.SELF_COLLIDE,
                 ClothSet.UPDATE)
 POST_STEP_SETS = (ClothSet.GUARD, ClothSet.CLEAR)

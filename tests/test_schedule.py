@@ -270,7 +270,7 @@ def test_a_user_system_orders_between_cloth_sets(new_app):
     order = app.schedule.names(Stage.SUBSTEP)
     assert order.index("predict_positions") < order.index("apply_buoyancy") < order.index("solve_constraints")
     assert order == ["predict_positions", "pin_particles", "apply_buoyancy", "solve_constraints",
-                     "update_velocities"]
+                     "collide_environment", "update_velocities"]
     app.step()
     assert seen == [DT / SUBSTEPS] * SUBSTEPS
 
@@ -278,9 +278,10 @@ def test_a_user_system_orders_between_cloth_sets(new_app):
 def test_default_pipeline_runs_in_the_documented_set_order(new_app):
     app = new_app()
     app.add_plugin(DefaultPlugins)
-    assert app.schedule.names(Stage.PRE_STEP) == ["save_state", "prepare_pins", "refresh_tethers"]
+    assert app.schedule.names(Stage.PRE_STEP) == ["save_state", "prepare_pins", "refresh_tethers",
+                                                  "gather_colliders"]
     assert app.schedule.names(Stage.SUBSTEP) == ["predict_positions", "pin_particles", "solve_constraints",
-                                                 "update_velocities"]
+                                                 "collide_environment", "update_velocities"]
     assert app.schedule.names(Stage.POST_STEP) == ["reject_non_finite", "clear_forces"]
 
 

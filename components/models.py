@@ -1,0 +1,161 @@
+"""Solver settings per cloth model: how a cloth is stepped, apart from what it is made of.
+
+``Cloth(model=...)`` picks the solver; ``Cloth(settings=...)`` tunes it with the matching class
+below (None: its defaults). The fabric itself — density, thickness, friction — stays in
+ClothMaterial and is shared by every model. XPBD needs no class here: its knobs are the
+material's compliances and the cloth's ``iterations`` and ``tethers``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components._validate import choice, integer, real
+
+INTEGRATORS = ("explicit_euler", "symplectic_euler", "rk4", "verlet")
+
+
+@dataclass(frozen=True)
+class VerletSettings:
+    """Constraint-based Verlet cloth (Fuhrmann et al. 2003 §3; Schönberger §3.2–3.3; Fisher "Verlet").
+
+    Position Verlet x' = x + (x − x_prev)·drag + a·h², then ``passes`` relaxation passes that
+    keep every structural/shear edge within [stretch_min, stretch_max] × rest length (eqs. 5–9)
+    and every bending pair no shorter than bend_min × rest length."""
+
+    drag: float = 0.99
+    """Fraction of velocity kept per 1/60 s [-] (0.99 gentle air, 0.97 thick air; 1 none).
+    Applied per substep as drag^(60·h), so it does not depend on the substep count."""
+    stretch_max: float = 1.0
+    """d_max: an edge longer than stretch_max × rest is pulled back [-] (≥ 1; 1.1 allows 10 %)."""
+    stretch_min: float = 1.0
+    """d_min: an edge shorter than stretch_min × rest is pushed apart [-] (≤ 1)."""
+    bend_min: float = 0.9
+    """Too-short coefficient of bending pairs [-] (Fuhrmann: 0.8 limp … 1.0 stiff)."""
+    passes: int = 4
+    """Relaxation passes over all constraints per substep."""
+
+    def __post_init__(self) -> None:
+        o = "VerletSettings"
+        real(o, "drag", self.drag, low=0.0, high=1.0, low_open=True, unit=" [-]")
+        real(o, "stretch_max", self.stretch_max, low=1.0, unit=" [-]")
+        real(o, "stretch_min", self.stretch_min, low=0.0, high=1.0, low_open=True, unit=" [-]")
+        real(o, "bend_min", self.bend_min, low=0.0, high=1.0, low_open=True, unit=" [-]")
+        integer(o, "passes", self.passes, low=1)
+
+
+@dataclass(frozen=True)
+class MassSpringSettings:
+    """Hooke springs with an explicit integrator (Provot 1995; Fisher "Mass-Spring Model").
+
+    Forces: structural, shear and flexion springs k·(|Δx| − l₀) with spring damping along the
+    spring, viscous damping −C_dis·v, gravity, and the viscous fluid force C_vi·[n·(u − v)]·n of
+    air moving at ``fluid_velocity``. After each substep Provot's deformation limit shortens
+    springs stretched beyond (1 + limit) × rest, in passes."""
+
+    integrator: str = "symplectic_euler"
+    """explicit_euler (unstable: energy grows), symplectic_euler (energy bounded), rk4 (4th order),
+    verlet (position Verlet, 2nd order)."""
+    stretch_stiffness: float = 200.0
+    """Structural spring constant k [N/m]. Explicit stability needs h < 2·√(m/k) per particle."""
+    shear_stiffness: float = 50.0
+    """Shear spring constant [N/m]."""
+    bend_stiffness: float = 5.0
+    """Flexion spring constant [N/m]."""
+    spring_damping: float = 0.02
+    """Damping along each spring [N·s/m]: −c·((v_a − v_b)·n)·n."""
+    viscous_damping: float = 0.002
+    """C_dis [N·s/m]: force −C_dis·v on every particle (Provot)."""
+    fluid_viscosity: float = 0.0
+    """C_vi [N·s/m]: strength of the viscous fluid force on each particle along its normal."""
+    fluid_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """u [m/s]: velocity of the surrounding air (wind)."""
+    strain_limit: float | None = 0.1
+    """Provot's critical deformation rate τ_c for structural and shear springs [-]; None: off."""
+    bend_strain_limit: float | None = None
+    """Limit for flexion springs [-] (optional in Provot); None: off."""
+    limit_passes: int = 10
+    """Passes of the deformation limit per substep."""
+
+    def __post_init__(self) -> None:
+        o = "MassSpringSettings"
+        choice(o, "integrator", self.integrator, INTEGRATORS)
+        for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness"):
+            real(o, name, getattr(self, name), low=0.0, unit=" [N/m]")
+        for name in ("spring_damping", "viscous_damping", "fluid_viscosity"):
+            real(o, name, getattr(self, name), low=0.0, unit=" [N·s/m]")
+        if len(tuple(self.fluid_velocity)) != 3:
+            raise ValueError(f"MassSpringSettings.fluid_velocity = {self.fluid_velocity!r}: expected 3 numbers [m/s]")
+        for k, value in enumerate(self.fluid_velocity):
+            real(o, f"fluid_velocity[{k}]", value, unit=" [m/s]")
+        for name in ("strain_limit", "bend_strain_limit"):
+            if getattr(self, name) is not None:
+                real(o, name, getattr(self, name), low=0.0, unit=" [-] (None turns it off)")
+        integer(o, "limit_passes", self.limit_passes, low=0)
+
+
+@dataclass(frozen=True)
+class ImplicitSettings:
+    """Baraff & Witkin 1998 implicit cloth: condition forces, backward Euler, filtered PCG (§3–7).
+
+    Stiffnesses multiply the energies E = ½·k·C·C of the stretch (eq. 10), shear and bend
+    conditions; each condition has damping d = −k_d·(∂C/∂x)·Ċ (eq. 11)."""
+
+    stretch_stiffness: float = 5000.0
+    """k of the stretch condition [N/m]."""
+    shear_stiffness: float = 500.0
+    """k of the shear condition [N/m]."""
+    bend_stiffness: float = 1e-3
+    """k of the bend condition [N·m]."""
+    stretch_damping: float = 2.0
+    """k_d of the stretch condition [N·s/m]."""
+    shear_damping: float = 0.2
+    """k_d of the shear condition [N·s/m]."""
+    bend_damping: float = 1e-5
+    """k_d of the bend condition [N·m·s]."""
+    b_u: float = 1.0
+    """Rest stretch along u (eq. 10): < 1 shrinks, > 1 lengthens the cloth along u (a cuff) [-]."""
+    b_v: float = 1.0
+    """Rest stretch along v (eq. 10) [-]."""
+    tolerance: float = 1e-6
+    """ε of the modified PCG (§5.3): stop when the filtered residual's norm² falls below ε²·‖filtered b‖² [-]."""
+    max_iterations: int = 500
+    """Cap on PCG iterations per solve."""
+    adaptive: bool = True
+    """Adaptive step size (§7): halve and retry a step whose stretch changes drastically."""
+    max_stretch_change: float = 0.1
+    """A step whose per-triangle stretch condition changes by more than this is rejected (§7) [-]."""
+
+    def __post_init__(self) -> None:
+        o = "ImplicitSettings"
+        for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness", "stretch_damping", "shear_damping",
+                     "bend_damping"):
+            real(o, name, getattr(self, name), low=0.0)
+        real(o, "b_u", self.b_u, low=0.0, low_open=True, unit=" [-]")
+        real(o, "b_v", self.b_v, low=0.0, low_open=True, unit=" [-]")
+        real(o, "tolerance", self.tolerance, low=0.0, low_open=True, high=1.0, unit=" [-]")
+        integer(o, "max_iterations", self.max_iterations, low=1)
+        real(o, "max_stretch_change", self.max_stretch_change, low=0.0, low_open=True, unit=" [-]")
+
+
+SETTINGS: dict[str, type | None] = {"xpbd": None, "verlet": VerletSettings, "mass_spring": MassSpringSettings,
+                                    "implicit": ImplicitSettings}
+"""Settings class of each model (None: the model has none)."""
+
+
+def settings_for(model: str, settings: Any) -> Any:
+    """Return ``settings`` checked against ``model`` (its class's defaults when None). Raises TypeError."""
+    cls = SETTINGS[model]
+    if cls is None:
+        if settings is not None:
+            raise TypeError(f"Cloth.settings = {settings!r}: model 'xpbd' takes no settings "
+                            f"(tune it with ClothMaterial compliances, iterations and tethers)")
+        return None
+    if settings is None:
+        return cls()
+    if not isinstance(settings, cls):
+        raise TypeError(f"Cloth.settings = {settings!r}: model {model!r} expects {cls.__name__}")
+    return settings
+
+
+__all__ = ["INTEGRATORS", "SETTINGS", "ImplicitSettings", "MassSpringSettings", "VerletSettings", "settings_for"]
