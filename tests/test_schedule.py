@@ -300,7 +300,7 @@ def test_plugin_group_without_drops_the_member(new_app):
 
 def test_plugin_group_without_an_unknown_name_raises_listing_members():
     with pytest.raises(ValueError, match=r"PluginGroup\.without: no member named 'Nope' \(members: ClothPlugin, "
-                                         r"IntegrationPlugin, PinPlugin, ConstraintPlugin, GuardPlugin\)"):
+                                         r"IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin, GuardPlugin\)"):
         DefaultPlugins.without("Nope")
 
 
