@@ -61,3 +61,14 @@ class Collider:
                             f"{', '.join(s.__name__ for s in SHAPES)}")
         self.thickness = real("Collider", "thickness", self.thickness, low=0.0, unit=" [m]")
         self.friction = real("Collider", "friction", self.friction, low=0.0, unit=" [-]")
+
+
+class ColliderSet:
+    """App resource: every Collider packed into flat arrays once per step, for the kernels of any model.
+
+    spheres (s, 6): centre (3) [m], radius + collider thickness [m], friction [-], unused (0);
+    planes (p, 8): point (3) [m], unit world normal (3), collider thickness [m], friction [-]."""
+
+    def __init__(self) -> None:
+        self.spheres = np.zeros((0, 6))
+        self.planes = np.zeros((0, 8))

@@ -15,19 +15,8 @@ import math
 import numba
 import numpy as np
 
-from components import Cloth, Collider, Plane, Sphere, Transform
+from components import Cloth, Collider, ColliderSet, Plane, Sphere, Transform
 from engine import App
-
-
-class ColliderSet:
-    """Colliders packed for the kernels, refreshed once per step.
-
-    spheres (s, 6): centre (3) [m], radius + collider thickness [m], friction [-], unused;
-    planes (p, 8): point (3) [m], unit normal (3), collider thickness [m], friction [-]."""
-
-    def __init__(self) -> None:
-        self.spheres = np.zeros((0, 6))
-        self.planes = np.zeros((0, 8))
 
 
 def gather_colliders(app: App, dt: float) -> None:
