@@ -1,12 +1,12 @@
 """Loom's components: plain data validated on construction (no behaviour, no system imports)."""
 from components.cloth import BEND, MODELS, SHEAR, STEP_MODELS, STRETCH, Cloth
-from components.collider import Collider, ColliderSet, Plane, Sphere
+from components.collider import Box, Capsule, Collider, ColliderSet, Plane, Prism, Sphere, TriangleMesh
 from components.gravity import Gravity
 from components.material import PRESETS, ClothMaterial
 from components.models import INTEGRATORS, ImplicitSettings, MassSpringSettings, VerletSettings
 from components.pin import Pin
 from components.transform import Transform
 
-__all__ = ["BEND", "INTEGRATORS", "MODELS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH", "Cloth", "ClothMaterial",
+__all__ = ["Box", "Capsule", "Prism", "TriangleMesh", "BEND", "INTEGRATORS", "MODELS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH", "Cloth", "ClothMaterial",
            "Collider", "ColliderSet", "Gravity", "ImplicitSettings", "MassSpringSettings", "Pin", "Plane", "Sphere", "Transform",
            "VerletSettings"]

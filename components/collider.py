@@ -1,29 +1,29 @@
-"""Collider: a rigid shape the cloth cannot enter, placed by its entity's Transform.
+"""Collider: a rigid shape the cloth cannot enter, placed (and moved) by its entity's Transform.
 
-Vocabulary after pymunk: a ``Collider`` holds one shape (``Sphere``, ``Plane``) plus the contact
-parameters — ``thickness`` [m], the extra margin cloth keeps from its surface, and ``friction``
-[-], mixed with the cloth's own as √(μ_cloth·μ_collider). The shape is in the entity's local
-frame: a sphere is centred on the Transform's position; a plane passes through it with its normal
-turned by the Transform's rotation. Move the Transform to move the collider.
+Vocabulary after pymunk: a ``Collider`` holds one shape plus its contact parameters —
+``thickness`` [m], the extra margin cloth keeps from its surface, and ``friction`` [-], mixed with
+the cloth's own as √(μ_cloth·μ_collider). Shapes live in the entity's local frame:
+
+    Plane(normal)            infinite half-space through the origin; cloth stays on the normal's side
+    Sphere(radius)           ball centred on the origin
+    Capsule(radius, half_length)   segment from (0, −h, 0) to (0, +h, 0) swept by a ball (a limb, a pole)
+    Box(half_extents)        oriented box centred on the origin (a table top, a platform)
+    Prism(polygon, half_depth)     convex polygon in the xy plane extruded ±half_depth along z
+                             (a pymunk polygon in a 2D game)
+    TriangleMesh(vertices, triangles)   static mesh, front = counter-clockwise side (a statue, a hull)
+
+Move the Transform to move a collider: its motion over a step gives the surface velocity that
+friction acts against, so cloth resting on a moving platform rides along.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from components._validate import floats, real
-
-
-@dataclass(eq=False)
-class Sphere:
-    """A ball of ``radius`` [m] centred on the Transform's position."""
-
-    radius: float
-
-    def __post_init__(self) -> None:
-        self.radius = real("Sphere", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
+from components._validate import floats, indices, real, show
 
 
 @dataclass(eq=False)
@@ -41,7 +41,131 @@ class Plane:
         self.normal = n / norm
 
 
-SHAPES = (Sphere, Plane)
+@dataclass(eq=False)
+class Sphere:
+    """A ball of ``radius`` [m] centred on the Transform's position."""
+
+    radius: float
+
+    def __post_init__(self) -> None:
+        self.radius = real("Sphere", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
+
+
+@dataclass(eq=False)
+class Capsule:
+    """A segment along local y from −half_length to +half_length [m], swept by a ball of ``radius`` [m]."""
+
+    radius: float
+    half_length: float
+
+    def __post_init__(self) -> None:
+        self.radius = real("Capsule", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
+        self.half_length = real("Capsule", "half_length", self.half_length, low=0.0, unit=" [m]")
+
+
+@dataclass(eq=False)
+class Box:
+    """An oriented box with ``half_extents`` (3,) [m] along its local axes, centred on the origin."""
+
+    half_extents: Any
+
+    def __post_init__(self) -> None:
+        self.half_extents = floats("Box", "half_extents", self.half_extents, (3,), unit=" [m]")
+        bad = np.flatnonzero(self.half_extents <= 0.0)
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"Box.half_extents[{k}] = {show(self.half_extents[k])}: must be > 0 [m]")
+
+
+@dataclass(eq=False)
+class Prism:
+    """A convex polygon (k, 2) [m] in the local xy plane, counter-clockwise, extruded ±half_depth along z."""
+
+    polygon: Any
+    half_depth: float = 0.5
+
+    def __post_init__(self) -> None:
+        poly = floats("Prism", "polygon", self.polygon, (None, 2), unit=" [m]")
+        if poly.shape[0] < 3:
+            raise ValueError(f"Prism.polygon: {poly.shape[0]} vertices, a polygon needs at least 3")
+        edges = np.roll(poly, -1, axis=0) - poly
+        cross = edges[:, 0] * np.roll(edges, -1, axis=0)[:, 1] - edges[:, 1] * np.roll(edges, -1, axis=0)[:, 0]
+        if (cross < -1e-12).any() and (cross > 1e-12).any():
+            raise ValueError(f"Prism.polygon = {poly.tolist()}: must be convex")
+        if cross.sum() < 0.0:                        # clockwise given: make it counter-clockwise
+            poly = poly[::-1].copy()
+        if abs(cross.sum()) < 1e-12:
+            raise ValueError(f"Prism.polygon = {poly.tolist()}: has zero area")
+        self.polygon = np.ascontiguousarray(poly)
+        self.half_depth = real("Prism", "half_depth", self.half_depth, low=0.0, low_open=True, unit=" [m]")
+
+
+@dataclass(eq=False)
+class TriangleMesh:
+    """A static triangle mesh in local coordinates; cloth is kept on the front (counter-clockwise) side.
+
+    A uniform grid over the triangles (cell ≈ the mean triangle size) is built once here, so a
+    query touches only the triangles near a particle (Baraff & Witkin §6 use a bounding-box tree;
+    a grid is simpler and as fast for the roughly uniform meshes games use)."""
+
+    vertices: Any
+    triangles: Any
+    cell_size: float = field(init=False, repr=False, default=0.0)
+    """Grid cell edge [m]."""
+    grid_origin: np.ndarray = field(init=False, repr=False)
+    """Lower corner of the grid [m], (3,)."""
+    grid_shape: np.ndarray = field(init=False, repr=False)
+    """Cells per axis, (3,) int64."""
+    cell_start: np.ndarray = field(init=False, repr=False)
+    """CSR offsets of each cell's triangle list, (cells + 1,) int64."""
+    cell_triangles: np.ndarray = field(init=False, repr=False)
+    """Triangle indices by cell, int32."""
+
+    def __post_init__(self) -> None:
+        self.vertices = floats("TriangleMesh", "vertices", self.vertices, (None, 3), unit=" [m]")
+        self.triangles = indices("TriangleMesh", "triangles", self.triangles, (None, 3), self.vertices.shape[0],
+                                 count_label="vertices")
+        if self.triangles.shape[0] == 0:
+            raise ValueError("TriangleMesh.triangles: shape (0, 3): a mesh needs at least one triangle")
+        v, t = self.vertices, self.triangles
+        area = 0.5 * np.linalg.norm(np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]), axis=1)
+        flat = np.flatnonzero(area <= 1e-14)
+        if flat.size:
+            k = int(flat[0])
+            raise ValueError(f"TriangleMesh.triangles[{k}] = {t[k].tolist()}: zero-area triangle")
+        self.cell_size = max(float(np.sqrt(area.mean()) * 1.5), 1e-3)
+        lo = v.min(axis=0) - self.cell_size
+        hi = v.max(axis=0) + self.cell_size
+        self.grid_origin = lo
+        self.grid_shape = np.maximum(np.ceil((hi - lo) / self.cell_size).astype(np.int64), 1)
+        self.cell_start, self.cell_triangles = _bin_triangles(v, t, lo, self.cell_size, self.grid_shape)
+
+
+def _bin_triangles(v: np.ndarray, t: np.ndarray, origin: np.ndarray, cell: float,
+                   shape: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """List each triangle in every grid cell its bounding box (grown by one cell) overlaps (CSR)."""
+    tri_lo = np.floor((v[t].min(axis=1) - origin) / cell).astype(np.int64) - 1
+    tri_hi = np.floor((v[t].max(axis=1) - origin) / cell).astype(np.int64) + 1
+    tri_lo = np.clip(tri_lo, 0, shape - 1)
+    tri_hi = np.clip(tri_hi, 0, shape - 1)
+    cells, tris = [], []
+    for k in range(t.shape[0]):                      # once per mesh, at construction
+        ix, iy, iz = np.meshgrid(*(np.arange(tri_lo[k, a], tri_hi[k, a] + 1) for a in range(3)), indexing="ij")
+        flat = (ix * shape[1] + iy) * shape[2] + iz
+        cells.append(flat.ravel())
+        tris.append(np.full(flat.size, k, np.int32))
+    cell_ids = np.concatenate(cells)
+    tri_ids = np.concatenate(tris)
+    order = np.argsort(cell_ids, kind="stable")
+    counts = np.bincount(cell_ids, minlength=int(np.prod(shape)))
+    start = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=start[1:])
+    return start, np.ascontiguousarray(tri_ids[order])
+
+
+SHAPES = (Plane, Sphere, Capsule, Box, Prism, TriangleMesh)
+PLANE, SPHERE, CAPSULE, BOX, PRISM, MESH = range(6)
+"""Shape codes used in ``ColliderSet.kind``."""
 
 
 @dataclass(eq=False)
@@ -49,11 +173,13 @@ class Collider:
     """A shape cloth collides with, with its contact margin and friction; needs a Transform on the entity."""
 
     shape: Any
-    """One of ``Sphere``, ``Plane``."""
+    """One of Plane, Sphere, Capsule, Box, Prism, TriangleMesh."""
     thickness: float = 0.0
     """Extra margin [m] kept between cloth and surface, added to the cloth's own thickness."""
     friction: float = 0.5
     """Coulomb friction coefficient [-]: 0 ice, 0.3 polished wood, 0.6 cloth on wood, 1 rubber."""
+    active: bool = True
+    """Switch the collider off without removing the component (components are not added per frame)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.shape, SHAPES):
@@ -61,14 +187,61 @@ class Collider:
                             f"{', '.join(s.__name__ for s in SHAPES)}")
         self.thickness = real("Collider", "thickness", self.thickness, low=0.0, unit=" [m]")
         self.friction = real("Collider", "friction", self.friction, low=0.0, unit=" [-]")
+        self.active = bool(self.active)
+
+
+def rotation_to_quaternion(r: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (3, 3) (Shepperd's method, stable for any angle)."""
+    tr = r[0, 0] + r[1, 1] + r[2, 2]
+    if tr > 0.0:
+        s = math.sqrt(tr + 1.0) * 2.0
+        q = (0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s)
+    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
+        s = math.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2]) * 2.0
+        q = ((r[2, 1] - r[1, 2]) / s, 0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s)
+    elif r[1, 1] > r[2, 2]:
+        s = math.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2]) * 2.0
+        q = ((r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s)
+    else:
+        s = math.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1]) * 2.0
+        q = ((r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s)
+    out = np.array(q)
+    return out / np.linalg.norm(out)
 
 
 class ColliderSet:
-    """App resource: every Collider packed into flat arrays once per step, for the kernels of any model.
+    """App resource: every active Collider packed into flat arrays once per step, for any model's kernels.
 
-    spheres (s, 6): centre (3) [m], radius + collider thickness [m], friction [-], unused (0);
-    planes (p, 8): point (3) [m], unit world normal (3), collider thickness [m], friction [-]."""
+    Unified table, one row per collider (``entities`` gives its entity):
+      kind (k,) int32 shape code; params (k, 4) shape sizes [m] (sphere r; capsule r, h; box hx, hy, hz;
+      prism half_depth, first polygon row, polygon rows); margin (k,) [m]; friction (k,) [-];
+      pose0, pose1 (k, 7): quaternion (w, x, y, z) and position [m] at the start and end of the step
+      (kernels interpolate them per substep); mesh (k,) int32 index into the mesh lists, −1 for none;
+      polygons (P, 2) [m] all prism polygons; meshes and mesh_arrays, the TriangleMeshes and their
+      concatenated vertices, triangles and grids; impulse (k, 3) [N·s] and impulse_point (k, 4) (Σ|J|·point,
+      Σ|J|) that cloth contacts pushed into each collider this step (two-way coupling).
+    Also, for the implicit solver: spheres (s, 6) centre (3), radius + thickness, friction, 0; and
+    planes (p, 8) point (3), unit normal (3), thickness, friction, both at the end-of-step pose."""
 
     def __init__(self) -> None:
+        self.entities = np.zeros(0, np.int64)
+        self.kind = np.zeros(0, np.int32)
+        self.params = np.zeros((0, 4))
+        self.margin = np.zeros(0)
+        self.friction = np.zeros(0)
+        self.pose0 = np.zeros((0, 7))
+        self.pose1 = np.zeros((0, 7))
+        self.mesh = np.zeros(0, np.int32)
+        self.polygons = np.zeros((0, 2))
+        self.meshes: list[TriangleMesh] = []
+        self.mesh_arrays: tuple[np.ndarray, ...] | None = None
+        self.impulse = np.zeros((0, 3))
+        self.impulse_point = np.zeros((0, 4))
+        self.last_pose: dict[int, np.ndarray] = {}
         self.spheres = np.zeros((0, 6))
         self.planes = np.zeros((0, 8))
+
+    @property
+    def count(self) -> int:
+        """Number of packed colliders."""
+        return self.kind.shape[0]

@@ -1,12 +1,20 @@
-"""Environment collision: push predicted cloth positions out of colliders, with Coulomb friction.
+"""Environment collision: keep cloth out of colliders, with Coulomb friction against moving surfaces.
 
-Once per step the colliders (``Collider`` + ``Transform``) are packed into flat arrays; each substep,
-after the constraints, every free particle closer than ``thickness`` to a surface is set back along
-the surface normal n by the penetration depth p (Fuhrmann 2003 eq. 18: r_n = n·(t − d)). Its
-tangential motion over the substep, d_t = d − n(d·n) with d = x − x_prev (eq. 19), is then cut by
-friction (eqs. 20–21, r_t = −c_f·d_t) with c_f from Coulomb's law in position form: a contact whose
-slip is within μ·p sticks (c_f = 1, static), else it slides with c_f = μ·p/|d_t| (kinetic).
-μ = √(μ_cloth·μ_collider).
+Once per step every active Collider is packed (``ColliderSet``) with its pose at the start and end of
+the step; each substep the kernel interpolates each collider's pose (position lerp, quaternion
+nlerp) to the substep's start and end, and for every free particle, in the collider's local frame:
+
+1. continuous collision (fast particles): march the particle's substep path, from x_prev in the
+   start pose to x in the end pose, by conservative advancement on the shape's signed distance; if
+   it reaches the surface margin, x stops there, so nothing tunnels through a thin box;
+2. contact: a particle closer than ``reach`` = cloth thickness + collider thickness is set back
+   along the outward normal n by the penetration depth (Fuhrmann 2003 eq. 18: r_n = n·(t − d));
+3. friction on the slip relative to the surface: d = (x − x_prev) − (surface point's motion over
+   the substep), d_t = d − n(d·n) (eq. 19), cut by r_t = −c_f·d_t (eqs. 20–21) with Coulomb's law
+   in position form: c_f = 1 (static, sticks) if |d_t| ≤ μ·depth, else μ·depth/|d_t| (kinetic);
+   μ = √(μ_cloth·μ_collider). A particle resting on a moving platform therefore rides along.
+The correction's momentum m·Δx/h is accumulated per collider (``ColliderSet.impulse``) so a rigid
+body bridge can push back (two-way coupling).
 """
 from __future__ import annotations
 
@@ -15,87 +23,406 @@ import math
 import numba
 import numpy as np
 
-from components import Cloth, Collider, ColliderSet, Plane, Sphere, Transform
+from components import Cloth, Collider, ColliderSet, Transform
+from components.collider import (BOX, CAPSULE, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Plane, Prism, Sphere,
+                                 TriangleMesh, rotation_to_quaternion)
 from engine import App
+
+CCD_STEPS = 24
+"""Most conservative-advancement steps per swept particle path."""
 
 
 def gather_colliders(app: App, dt: float) -> None:
-    """Pack every Collider with its Transform into the ColliderSet resource for this step."""
+    """Pack every active Collider with its Transform (start and end pose of this step) into ColliderSet."""
     packed = app.insert_resource(ColliderSet(), replace=False)
-    spheres, planes = [], []
-    for entity, collider, transform in app.query(Collider, Transform):
+    rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
+    k = len(rows)
+    entities = np.zeros(k, np.int64)
+    kind = np.zeros(k, np.int32)
+    params = np.zeros((k, 4))
+    margin = np.zeros(k)
+    friction = np.zeros(k)
+    pose0 = np.zeros((k, 7))
+    pose1 = np.zeros((k, 7))
+    mesh = np.full(k, -1, np.int32)
+    polygons: list[np.ndarray] = []
+    meshes: list[TriangleMesh] = []
+    poly_rows = 0
+    for r, (entity, collider, transform) in enumerate(rows):       # per collider, once per step
         shape = collider.shape
-        if isinstance(shape, Sphere):
-            spheres.append((*transform.position, shape.radius + collider.thickness, collider.friction, 0.0))
-        elif isinstance(shape, Plane):
-            planes.append((*transform.position, *(transform.rotation @ shape.normal), collider.thickness,
-                           collider.friction))
-    packed.spheres = np.array(spheres, np.float64).reshape(-1, 6)
-    packed.planes = np.array(planes, np.float64).reshape(-1, 8)
+        entities[r] = entity
+        margin[r] = collider.thickness
+        friction[r] = collider.friction
+        q = rotation_to_quaternion(transform.rotation)
+        pose1[r, :4] = q
+        pose1[r, 4:] = transform.position
+        before = packed.last_pose.get(entity)
+        pose0[r] = pose1[r] if before is None else before
+        if pose0[r, :4] @ pose1[r, :4] < 0.0:                     # shortest arc for the nlerp
+            pose1[r, :4] = -pose1[r, :4]
+        if isinstance(shape, Plane):
+            kind[r], params[r, :3] = PLANE, shape.normal
+        elif isinstance(shape, Sphere):
+            kind[r], params[r, 0] = SPHERE, shape.radius
+        elif isinstance(shape, Capsule):
+            kind[r], params[r, 0], params[r, 1] = CAPSULE, shape.radius, shape.half_length
+        elif isinstance(shape, Box):
+            kind[r], params[r, :3] = BOX, shape.half_extents
+        elif isinstance(shape, Prism):
+            kind[r] = PRISM
+            params[r, :3] = shape.half_depth, poly_rows, shape.polygon.shape[0]
+            polygons.append(shape.polygon)
+            poly_rows += shape.polygon.shape[0]
+        else:
+            kind[r], mesh[r] = MESH, len(meshes)
+            meshes.append(shape)
+    packed.last_pose = {int(e): pose1[r].copy() for r, e in enumerate(entities)}
+    packed.entities, packed.kind, packed.params, packed.margin, packed.friction = entities, kind, params, margin, \
+        friction
+    packed.pose0, packed.pose1, packed.mesh = pose0, pose1, mesh
+    packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
+    if packed.mesh_arrays is None or [id(m) for m in meshes] != [id(m) for m in packed.meshes]:
+        packed.meshes = meshes                                    # static meshes: packed once
+        packed.mesh_arrays = _pack_meshes(meshes)
+    packed.impulse = np.zeros((k, 3))
+    packed.impulse_point = np.zeros((k, 4))
+    rot = np.array([_matrix(q) for q in pose1[:, :4]]).reshape(k, 3, 3)
+    spheres = kind == SPHERE
+    packed.spheres = np.column_stack([pose1[spheres, 4:], params[spheres, 0] + margin[spheres], friction[spheres],
+                                      np.zeros(int(spheres.sum()))]).reshape(-1, 6)
+    planes = kind == PLANE
+    normals = np.einsum("kij,kj->ki", rot[planes], params[planes, :3]) if planes.any() else np.zeros((0, 3))
+    packed.planes = np.column_stack([pose1[planes, 4:], normals, margin[planes], friction[planes]]).reshape(-1, 8)
 
 
 def collide_environment(app: App, h: float) -> None:
-    """Project each cloth's particles out of every collider and apply contact friction."""
+    """Project each substepped cloth's particles out of every collider, with friction and CCD."""
     packed = app.resources.get(ColliderSet)
-    if packed is None or (packed.spheres.shape[0] == 0 and packed.planes.shape[0] == 0):
+    if packed is None or packed.count == 0:
         return
+    clock = app.clock
+    a0 = clock.substep_index / clock.substeps
+    a1 = (clock.substep_index + 1) / clock.substeps
+    mv, mt, minfo, mcell, mcelltri = packed.mesh_arrays
     for _, cloth in app.query(Cloth):
         if not cloth.substepped:
             continue
         m = cloth.material
-        _collide(packed.spheres, packed.planes, m.thickness, m.friction, cloth.inv_mass, cloth.x_prev, cloth.x)
+        _collide(packed.kind, packed.params, packed.margin, packed.friction, packed.pose0, packed.pose1, a0, a1,
+                 packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
+                 m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
+                 packed.impulse, packed.impulse_point)
+
+
+def _matrix(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
+    """Concatenate the meshes' vertices, triangles and grids; info rows: origin (3), cell, shape (3),
+    first triangle, first cell_start row, first cell_triangles row."""
+    if not meshes:
+        return (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
+                np.zeros(0, np.int32))
+    info = np.zeros((len(meshes), 10))
+    verts, tris, starts, cells = [], [], [], []
+    v_off = t_off = s_off = c_off = 0
+    for k, m in enumerate(meshes):
+        info[k] = (*m.grid_origin, m.cell_size, *m.grid_shape, t_off, s_off, c_off)
+        verts.append(m.vertices)
+        tris.append(m.triangles + v_off)
+        starts.append(m.cell_start)
+        cells.append(m.cell_triangles)
+        v_off += m.vertices.shape[0]
+        t_off += m.triangles.shape[0]
+        s_off += m.cell_start.shape[0]
+        c_off += m.cell_triangles.shape[0]
+    return (np.concatenate(verts), np.concatenate(tris).astype(np.int32), info,
+            np.concatenate(starts).astype(np.int64), np.concatenate(cells).astype(np.int32))
 
 
 # --- kernels --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _collide(spheres, planes, thickness, friction, inv_mass, x_prev, x):
-    """Resolve sphere and plane contacts of every free particle (Fuhrmann 2003 eqs. 18–21).
-
-    spheres (s, 6), planes (p, 8) as in ColliderSet; thickness [m] and friction [-] of the cloth;
-    inv_mass (n,) [1/kg]; x_prev (n, 3) [m] start of substep. Writes x (n, 3) [m]."""
-    for p in range(x.shape[0]):
-        if inv_mass[p] == 0.0:
-            continue
-        for s in range(spheres.shape[0]):
-            dx = x[p, 0] - spheres[s, 0]
-            dy = x[p, 1] - spheres[s, 1]
-            dz = x[p, 2] - spheres[s, 2]
-            reach = spheres[s, 3] + thickness
-            dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-            if dist >= reach:
-                continue
-            if dist < 1e-12:                     # at the centre: leave upwards
-                nx, ny, nz = 0.0, 1.0, 0.0
-            else:
-                nx, ny, nz = dx / dist, dy / dist, dz / dist
-            _contact(p, nx, ny, nz, reach - dist, math.sqrt(friction * spheres[s, 4]), x_prev, x)
-        for q in range(planes.shape[0]):
-            nx, ny, nz = planes[q, 3], planes[q, 4], planes[q, 5]
-            side = ((x[p, 0] - planes[q, 0]) * nx + (x[p, 1] - planes[q, 1]) * ny
-                    + (x[p, 2] - planes[q, 2]) * nz)
-            reach = planes[q, 6] + thickness
-            if side >= reach:
-                continue
-            _contact(p, nx, ny, nz, reach - side, math.sqrt(friction * planes[q, 7]), x_prev, x)
+def _pose(pose0, pose1, c, alpha, rot, pos):
+    """Write collider c's rotation (3, 3) and position (3,) at fraction alpha of the step (nlerp, lerp)."""
+    w = (1.0 - alpha) * pose0[c, 0] + alpha * pose1[c, 0]
+    x = (1.0 - alpha) * pose0[c, 1] + alpha * pose1[c, 1]
+    y = (1.0 - alpha) * pose0[c, 2] + alpha * pose1[c, 2]
+    z = (1.0 - alpha) * pose0[c, 3] + alpha * pose1[c, 3]
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    rot[0, 0] = 1 - 2 * (y * y + z * z)
+    rot[0, 1] = 2 * (x * y - w * z)
+    rot[0, 2] = 2 * (x * z + w * y)
+    rot[1, 0] = 2 * (x * y + w * z)
+    rot[1, 1] = 1 - 2 * (x * x + z * z)
+    rot[1, 2] = 2 * (y * z - w * x)
+    rot[2, 0] = 2 * (x * z - w * y)
+    rot[2, 1] = 2 * (y * z + w * x)
+    rot[2, 2] = 1 - 2 * (x * x + y * y)
+    for a in range(3):
+        pos[a] = (1.0 - alpha) * pose0[c, 4 + a] + alpha * pose1[c, 4 + a]
 
 
 @numba.njit(cache=True)
-def _contact(p, nx, ny, nz, depth, mu, x_prev, x):
-    """Push particle p out by ``depth`` [m] along unit n (eq. 18), then Coulomb friction (eqs. 19–21)."""
-    x[p, 0] += nx * depth
-    x[p, 1] += ny * depth
-    x[p, 2] += nz * depth
-    mx = x[p, 0] - x_prev[p, 0]
-    my = x[p, 1] - x_prev[p, 1]
-    mz = x[p, 2] - x_prev[p, 2]
-    along = mx * nx + my * ny + mz * nz
-    tx = mx - nx * along
-    ty = my - ny * along
-    tz = mz - nz * along
-    slip = math.sqrt(tx * tx + ty * ty + tz * tz)
-    if slip < 1e-15:
+def _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out):
+    """Signed distance [m] from local point l to collider c's surface (negative inside) and the unit
+    outward normal: out = (distance, nx, ny, nz). Meshes: distance to the nearest triangle in the
+    point's grid cell, signed by that triangle's front side (+inf when no triangle is near)."""
+    k = kind[c]
+    if k == PLANE:
+        nx, ny, nz = params[c, 0], params[c, 1], params[c, 2]
+        out[0] = lx * nx + ly * ny + lz * nz
+        out[1], out[2], out[3] = nx, ny, nz
+    elif k == SPHERE or k == CAPSULE:
+        cy = 0.0
+        if k == CAPSULE:
+            cy = min(max(ly, -params[c, 1]), params[c, 1])
+        dx, dy, dz = lx, ly - cy, lz
+        d = math.sqrt(dx * dx + dy * dy + dz * dz)
+        out[0] = d - params[c, 0]
+        if d < 1e-12:
+            out[1], out[2], out[3] = 0.0, 1.0, 0.0
+        else:
+            out[1], out[2], out[3] = dx / d, dy / d, dz / d
+    elif k == BOX:
+        qx = abs(lx) - params[c, 0]
+        qy = abs(ly) - params[c, 1]
+        qz = abs(lz) - params[c, 2]
+        if qx <= 0.0 and qy <= 0.0 and qz <= 0.0:            # inside: leave by the nearest face
+            if qx >= qy and qx >= qz:
+                out[0], out[1], out[2], out[3] = qx, math.copysign(1.0, lx), 0.0, 0.0
+            elif qy >= qz:
+                out[0], out[1], out[2], out[3] = qy, 0.0, math.copysign(1.0, ly), 0.0
+            else:
+                out[0], out[1], out[2], out[3] = qz, 0.0, 0.0, math.copysign(1.0, lz)
+        else:
+            ox = math.copysign(max(qx, 0.0), lx)
+            oy = math.copysign(max(qy, 0.0), ly)
+            oz = math.copysign(max(qz, 0.0), lz)
+            d = math.sqrt(ox * ox + oy * oy + oz * oz)
+            out[0], out[1], out[2], out[3] = d, ox / d, oy / d, oz / d
+    elif k == PRISM:
+        _prism_sdf(params, c, polygons, lx, ly, lz, out)
+    else:
+        _mesh_sdf(mesh_id[c], mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out)
+
+
+@numba.njit(cache=True)
+def _prism_sdf(params, c, polygons, lx, ly, lz, out):
+    """Signed distance to a convex polygon (counter-clockwise, xy) extruded ±half_depth along z."""
+    half = params[c, 0]
+    first = int(params[c, 1])
+    count = int(params[c, 2])
+    inside = -1e300                                  # max over edges of the signed edge distance
+    ex, ey = 0.0, 0.0
+    best = 1e300                                     # squared distance to the boundary, closest point
+    bx, by = 0.0, 0.0
+    for e in range(count):
+        ax, ay = polygons[first + e, 0], polygons[first + e, 1]
+        nxt = first + (e + 1) % count
+        vx, vy = polygons[nxt, 0] - ax, polygons[nxt, 1] - ay
+        length = math.sqrt(vx * vx + vy * vy)
+        nx, ny = vy / length, -vx / length           # outward normal of a counter-clockwise polygon
+        s = (lx - ax) * nx + (ly - ay) * ny
+        if s > inside:
+            inside, ex, ey = s, nx, ny
+        t = min(max(((lx - ax) * vx + (ly - ay) * vy) / (length * length), 0.0), 1.0)
+        px, py = ax + t * vx, ay + t * vy
+        d2 = (lx - px) ** 2 + (ly - py) ** 2
+        if d2 < best:
+            best, bx, by = d2, px, py
+    dz = abs(lz) - half
+    if inside <= 0.0:                                # within the polygon's outline
+        if dz <= 0.0:
+            if inside >= dz:
+                out[0], out[1], out[2], out[3] = inside, ex, ey, 0.0
+            else:
+                out[0], out[1], out[2], out[3] = dz, 0.0, 0.0, math.copysign(1.0, lz)
+        else:
+            out[0], out[1], out[2], out[3] = dz, 0.0, 0.0, math.copysign(1.0, lz)
         return
-    cf = 1.0 if slip <= mu * depth else mu * depth / slip     # static: stick; kinetic: slide less
-    x[p, 0] -= cf * tx
-    x[p, 1] -= cf * ty
-    x[p, 2] -= cf * tz
+    d2d = math.sqrt(best)
+    ox, oy = (lx - bx) / d2d, (ly - by) / d2d
+    if dz <= 0.0:
+        out[0], out[1], out[2], out[3] = d2d, ox, oy, 0.0
+    else:
+        d = math.sqrt(d2d * d2d + dz * dz)
+        out[0], out[1], out[2], out[3] = d, ox * d2d / d, oy * d2d / d, math.copysign(dz, lz) / d
+
+
+@numba.njit(cache=True)
+def _mesh_sdf(m, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out):
+    """Distance to the nearest triangle of mesh m listed in the point's grid cell (Ericson's closest point)."""
+    out[0] = 1e300
+    cell = minfo[m, 3]
+    ix = int(math.floor((lx - minfo[m, 0]) / cell))
+    iy = int(math.floor((ly - minfo[m, 1]) / cell))
+    iz = int(math.floor((lz - minfo[m, 2]) / cell))
+    sx, sy, sz = int(minfo[m, 4]), int(minfo[m, 5]), int(minfo[m, 6])
+    if ix < 0 or iy < 0 or iz < 0 or ix >= sx or iy >= sy or iz >= sz:
+        return
+    t_off, s_off, c_off = int(minfo[m, 7]), int(minfo[m, 8]), int(minfo[m, 9])
+    flat = (ix * sy + iy) * sz + iz
+    best = 1e300
+    for j in range(mcell[s_off + flat], mcell[s_off + flat + 1]):
+        t = t_off + mcelltri[c_off + j]
+        a, b, cc = mt[t, 0], mt[t, 1], mt[t, 2]
+        px, py, pz = _closest_on_triangle(mv[a, 0], mv[a, 1], mv[a, 2], mv[b, 0], mv[b, 1], mv[b, 2],
+                                          mv[cc, 0], mv[cc, 1], mv[cc, 2], lx, ly, lz)
+        dx, dy, dz = lx - px, ly - py, lz - pz
+        d2 = dx * dx + dy * dy + dz * dz
+        if d2 < best:
+            best = d2
+            e1x, e1y, e1z = mv[b, 0] - mv[a, 0], mv[b, 1] - mv[a, 1], mv[b, 2] - mv[a, 2]
+            e2x, e2y, e2z = mv[cc, 0] - mv[a, 0], mv[cc, 1] - mv[a, 1], mv[cc, 2] - mv[a, 2]
+            nx = e1y * e2z - e1z * e2y
+            ny = e1z * e2x - e1x * e2z
+            nz = e1x * e2y - e1y * e2x
+            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+            nx, ny, nz = nx / nn, ny / nn, nz / nn
+            d = math.sqrt(d2)
+            side = dx * nx + dy * ny + dz * nz
+            if d > 1e-12 and side >= 0.0:
+                out[0], out[1], out[2], out[3] = d, dx / d, dy / d, dz / d
+            else:                                     # on or behind the triangle: leave by its front
+                out[0], out[1], out[2], out[3] = -d, nx, ny, nz
+
+
+@numba.njit(cache=True)
+def _closest_on_triangle(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz):
+    """Closest point to p on triangle abc (Ericson, Real-Time Collision Detection §5.1.5)."""
+    abx, aby, abz = bx - ax, by - ay, bz - az
+    acx, acy, acz = cx - ax, cy - ay, cz - az
+    apx, apy, apz = px - ax, py - ay, pz - az
+    d1 = abx * apx + aby * apy + abz * apz
+    d2 = acx * apx + acy * apy + acz * apz
+    if d1 <= 0.0 and d2 <= 0.0:
+        return ax, ay, az
+    bpx, bpy, bpz = px - bx, py - by, pz - bz
+    d3 = abx * bpx + aby * bpy + abz * bpz
+    d4 = acx * bpx + acy * bpy + acz * bpz
+    if d3 >= 0.0 and d4 <= d3:
+        return bx, by, bz
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        v = d1 / (d1 - d3)
+        return ax + v * abx, ay + v * aby, az + v * abz
+    cpx, cpy, cpz = px - cx, py - cy, pz - cz
+    d5 = abx * cpx + aby * cpy + abz * cpz
+    d6 = acx * cpx + acy * cpy + acz * cpz
+    if d6 >= 0.0 and d5 <= d6:
+        return cx, cy, cz
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        w = d2 / (d2 - d6)
+        return ax + w * acx, ay + w * acy, az + w * acz
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
+    denom = 1.0 / (va + vb + vc)
+    v = vb * denom
+    w = vc * denom
+    return ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w
+
+
+@numba.njit(cache=True)
+def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
+             mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point):
+    """Continuous collision, contact and friction of every free particle against every collider.
+
+    Colliders as packed in ColliderSet; a0, a1 the substep's start and end as fractions of the step;
+    thickness [m] and friction [-] of the cloth; mass (n,) [kg]; inv_h [1/s]. Writes x (n, 3) [m]
+    and accumulates the momentum given to each collider in impulse (k, 3) [N·s], impulse_point (k, 4)."""
+    k = kind.shape[0]
+    rot0 = np.empty((k, 3, 3))
+    rot1 = np.empty((k, 3, 3))
+    pos0 = np.empty((k, 3))
+    pos1 = np.empty((k, 3))
+    for c in range(k):
+        _pose(pose0, pose1, c, a0, rot0[c], pos0[c])
+        _pose(pose0, pose1, c, a1, rot1[c], pos1[c])
+    sd = np.empty(4)
+    for p in range(x.shape[0]):
+        if inv_mass[p] == 0.0:
+            continue
+        for c in range(k):
+            reach = thickness + margin[c]
+            r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
+            # particle in the collider's frame: end of substep (end pose), start (start pose)
+            lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
+            ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
+            lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
+            _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+            swept = False
+            if kind[c] != MESH and kind[c] != PLANE:
+                sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 0] * (x_prev[p, 2] - q0[2])
+                sy = r0[0, 1] * (x_prev[p, 0] - q0[0]) + r0[1, 1] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 1] * (x_prev[p, 2] - q0[2])
+                sz = r0[0, 2] * (x_prev[p, 0] - q0[0]) + r0[1, 2] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 2] * (x_prev[p, 2] - q0[2])
+                span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
+                if span > reach:                     # fast: sweep the path by conservative advancement
+                    _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
+                    if sd[0] > 0.0:                  # it started outside the shape itself
+                        t = 0.0
+                        for _ in range(CCD_STEPS):
+                            gap = sd[0] - reach
+                            if gap <= 1e-9:
+                                break
+                            t += gap / span
+                            if t >= 1.0:
+                                break
+                            _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                                 sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz), sd)
+                        if t < 1.0:
+                            lx, ly, lz = sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz)
+                            swept = True
+                    _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+            if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
+                continue
+            depth = max(reach - sd[0], 0.0)
+            lx += sd[1] * depth
+            ly += sd[2] * depth
+            lz += sd[3] * depth
+            # back to world (end pose); the surface point under it, where it was at the substep start
+            wx = r1[0, 0] * lx + r1[0, 1] * ly + r1[0, 2] * lz + q1[0]
+            wy = r1[1, 0] * lx + r1[1, 1] * ly + r1[1, 2] * lz + q1[1]
+            wz = r1[2, 0] * lx + r1[2, 1] * ly + r1[2, 2] * lz + q1[2]
+            ux = r0[0, 0] * lx + r0[0, 1] * ly + r0[0, 2] * lz + q0[0]
+            uy = r0[1, 0] * lx + r0[1, 1] * ly + r0[1, 2] * lz + q0[1]
+            uz = r0[2, 0] * lx + r0[2, 1] * ly + r0[2, 2] * lz + q0[2]
+            nx = r1[0, 0] * sd[1] + r1[0, 1] * sd[2] + r1[0, 2] * sd[3]
+            ny = r1[1, 0] * sd[1] + r1[1, 1] * sd[2] + r1[1, 2] * sd[3]
+            nz = r1[2, 0] * sd[1] + r1[2, 1] * sd[2] + r1[2, 2] * sd[3]
+            push = (wx - x[p, 0]) * nx + (wy - x[p, 1]) * ny + (wz - x[p, 2]) * nz   # normal correction [m]
+            # slip relative to the moving surface (eq. 19), Coulomb in position form (eqs. 20-21)
+            dx = ux - x_prev[p, 0]                   # (w − x_prev) − (w − u): motion in the surface's frame
+            dy = uy - x_prev[p, 1]
+            dz = uz - x_prev[p, 2]
+            along = dx * nx + dy * ny + dz * nz
+            tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
+            slip = math.sqrt(tx * tx + ty * ty + tz * tz)
+            if slip > 1e-15:
+                mu = math.sqrt(cloth_friction * friction[c])
+                cf = 1.0 if slip <= mu * max(push, 0.0) else mu * max(push, 0.0) / slip
+                wx -= cf * tx
+                wy -= cf * ty
+                wz -= cf * tz
+            jx = -mass[p] * (wx - x[p, 0]) * inv_h           # momentum the collider receives [N·s]
+            jy = -mass[p] * (wy - x[p, 1]) * inv_h
+            jz = -mass[p] * (wz - x[p, 2]) * inv_h
+            jn = math.sqrt(jx * jx + jy * jy + jz * jz)
+            impulse[c, 0] += jx
+            impulse[c, 1] += jy
+            impulse[c, 2] += jz
+            impulse_point[c, 0] += jn * wx
+            impulse_point[c, 1] += jn * wy
+            impulse_point[c, 2] += jn * wz
+            impulse_point[c, 3] += jn
+            x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
