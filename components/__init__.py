@@ -5,8 +5,9 @@ from components.gravity import Gravity
 from components.material import PRESETS, ClothMaterial
 from components.models import INTEGRATORS, ImplicitSettings, MassSpringSettings, VerletSettings
 from components.pin import Pin
+from components.rigid_body import RigidBody2D, Space2D
 from components.transform import Transform
 
 __all__ = ["Box", "Capsule", "Prism", "TriangleMesh", "BEND", "INTEGRATORS", "MODELS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH", "Cloth", "ClothMaterial",
-           "Collider", "ColliderSet", "Gravity", "ImplicitSettings", "MassSpringSettings", "Pin", "Plane", "Sphere", "Transform",
+           "Collider", "ColliderSet", "Gravity", "ImplicitSettings", "MassSpringSettings", "Pin", "Plane", "RigidBody2D", "Space2D", "Sphere", "Transform",
            "VerletSettings"]

@@ -23,6 +23,7 @@ Each system skips cloths of other models."""
 STEP_MODELS = ("implicit",)
 """Models solved once per fixed step by one fused system; the substep systems skip them."""
 
+SELF_COLLISION_MODES = ("particle", "triangle")
 STRETCH, SHEAR, BEND = 0, 1, 2
 """``link_kind`` codes: structural, shear and (distance) bending links."""
 LINK_KINDS = ("stretch", "shear", "bend")
@@ -69,6 +70,12 @@ class Cloth:
     particles than in the rest shape. Cures super-elastic sag at high resolution for little cost."""
     tether_count: int = 2
     """Pinned particles each free particle is tethered to (the nearest in rest space)."""
+    self_collision: bool = False
+    """Keep this cloth's particles ``material.thickness`` apart from each other and from other
+    self-colliding cloths (systems/self_collision.py). Costs about as much as the constraint solve."""
+    self_collision_mode: str = "particle"
+    """"particle": particle pairs only (fine meshes, spacing ≤ thickness); "triangle": also keep
+    particles off non-incident triangles (coarse meshes)."""
 
     # --- derived rest data (coloured constraint tables) -----------------------------------------
     link_order: np.ndarray = field(init=False, repr=False)
@@ -166,6 +173,8 @@ class Cloth:
         self.iterations = integer(owner, "iterations", self.iterations, low=1)
         self.tether_count = integer(owner, "tether_count", self.tether_count, low=1)
         self.tethers = bool(self.tethers)
+        self.self_collision = bool(self.self_collision)
+        choice(owner, "self_collision_mode", self.self_collision_mode, SELF_COLLISION_MODES)
         self._build_links(links, self.link_kind)
         self._build_bends(quads)
         self.v = np.zeros_like(self.x)
@@ -212,7 +221,8 @@ class Cloth:
     # --- constructors ---------------------------------------------------------------------------
     @classmethod
     def from_mesh(cls, mesh: Mesh, material: ClothMaterial | str = "cotton", *, model: str = "xpbd",
-                  settings: Any = None, iterations: int = 2, tethers: bool = True, **material_changes: Any) -> Cloth:
+                  settings: Any = None, iterations: int = 2, tethers: bool = True, self_collision: bool = False,
+                  self_collision_mode: str = "particle", **material_changes: Any) -> Cloth:
         """Build a cloth from ``mesh``: masses by Fuhrmann 2003 eq. 1, links from the mesh's
         stretch, shear and bend tables (bend quads for ``bend_model="dihedral"``).
 
@@ -233,7 +243,8 @@ class Cloth:
         kinds = np.concatenate([np.full(len(t), k, np.int8) for k, t in enumerate(tables)])
         return cls(x=mesh.positions, mass=mesh.vertex_masses(material.density), links=links, link_kind=kinds,
                    triangles=mesh.triangles, bend_quads=mesh.bend_quads, rest_uv=mesh.uv, material=material,
-                   model=model, settings=settings, iterations=iterations, tethers=tethers)
+                   model=model, settings=settings, iterations=iterations, tethers=tethers,
+                   self_collision=self_collision, self_collision_mode=self_collision_mode)
 
     @classmethod
     def from_particles(cls, positions: Any, mass: Any, links: Any, *, material: ClothMaterial | None = None,

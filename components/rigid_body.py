@@ -1,0 +1,70 @@
+"""RigidBody2D: a pymunk body whose shapes the cloth collides with — and pushes back on.
+
+A 2D game keeps its physics in pymunk (Space / Body / Shape). Wrap a body in RigidBody2D and each
+of its shapes becomes a Loom collider extruded along z: a Circle becomes a capsule along z, a
+Segment a thin box, a Poly a prism, each ``depth`` metres deep around z = ``z``. With ``two_way``,
+the momentum the cloth's contacts give a shape is applied back to the body
+(``apply_impulse_at_world_point``), so a ball bounces on a cloth trampoline and a cape tugs
+lightly at its hero. Insert a ``Space2D`` resource to have Loom step the space at the fixed step.
+
+Units: ``scale`` pymunk units per metre (pixels per metre in a pixel-based game)::
+
+    pymunk (units, y up)          Loom (metres, y up, z toward the viewer)
+    (x, y)            ──÷ scale──▶  (x / scale, y / scale, z)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymunk
+
+from components._validate import real
+
+
+@dataclass(eq=False)
+class RigidBody2D:
+    """A pymunk Body seen by the cloth; its shapes are synchronised as colliders every step."""
+
+    body: Any
+    """The pymunk.Body (dynamic, kinematic or static) whose shapes collide with cloth."""
+    depth: float = 1.0
+    """Extent of the extruded shapes along z [m]."""
+    z: float = 0.0
+    """Centre of the extrusion along z [m]."""
+    scale: float = 1.0
+    """pymunk length units per metre (> 0)."""
+    two_way: bool = True
+    """Apply cloth contact impulses back to the body (dynamic bodies only); False: cloth only reacts."""
+    friction: float | None = None
+    """Friction of the colliders [-]; None: each pymunk shape's own friction."""
+    thickness: float = 0.0
+    """Extra contact margin of the colliders [m] (a Poly's or Segment's radius is added to it)."""
+    shape_entities: list[int] = field(init=False, default_factory=list, repr=False)
+    """Collider entities made for the body's shapes (filled by the bridge on first sight)."""
+    pending_impulse: list[tuple[float, float, float, float]] = field(init=False, default_factory=list, repr=False)
+    """Impulses (jx, jy, px, py) in pymunk units still to apply to the body."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.body, pymunk.Body):
+            raise TypeError(f"RigidBody2D.body = {self.body!r}: expected a pymunk.Body")
+        self.depth = real("RigidBody2D", "depth", self.depth, low=0.0, low_open=True, unit=" [m]")
+        self.z = real("RigidBody2D", "z", self.z, unit=" [m]")
+        self.scale = real("RigidBody2D", "scale", self.scale, low=0.0, low_open=True, unit=" [units/m]")
+        if self.friction is not None:
+            self.friction = real("RigidBody2D", "friction", self.friction, low=0.0, unit=" [-]")
+        self.thickness = real("RigidBody2D", "thickness", self.thickness, low=0.0, unit=" [m]")
+        self.two_way = bool(self.two_way)
+
+
+@dataclass(eq=False)
+class Space2D:
+    """App resource: the game's pymunk.Space, stepped by Loom once per fixed step when ``step`` is True."""
+
+    space: Any
+    step: bool = True
+    """Step the space at the App's fixed dt (after applying cloth impulses); False: the game steps it."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.space, pymunk.Space):
+            raise TypeError(f"Space2D.space = {self.space!r}: expected a pymunk.Space")

@@ -1,0 +1,106 @@
+"""pymunk bridge: a 2D game's rigid bodies as cloth colliders, with two-way impulses.
+
+PRE_STEP (before colliders are gathered): apply the impulses cloth gave each RigidBody2D in the
+last step, step the Space2D (if Loom owns stepping), then set each shape's collider Transform from
+its body's position and angle — so the cloth sees the body move from where it was to where it is
+now across the step's substeps. POST_STEP: read the momentum the cloth contacts pushed into each
+shape (``ColliderSet.impulse``, accumulated by the environment system) and queue it on the body.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymunk
+
+from components import Box, Capsule, Collider, ColliderSet, Prism, Transform
+from components.rigid_body import RigidBody2D, Space2D
+from engine import App
+
+_Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # local y → world z (capsule axis)
+
+
+def sync_bodies(app: App, dt: float) -> None:
+    """Apply queued cloth impulses, step the space, and move every shape's collider to its body."""
+    for _, rigid in app.query(RigidBody2D):
+        if not rigid.shape_entities:
+            _bind(app, rigid)
+        if rigid.two_way and rigid.body.body_type == pymunk.Body.DYNAMIC:
+            for jx, jy, px, py in rigid.pending_impulse:
+                rigid.body.apply_impulse_at_world_point((jx, jy), (px, py))
+        rigid.pending_impulse.clear()
+    space = app.resources.get(Space2D)
+    if space is not None and space.step:
+        space.space.step(dt)
+    for _, rigid in app.query(RigidBody2D):
+        body = rigid.body
+        for entity, shape in zip(rigid.shape_entities, _shapes(body)):
+            transform = app.get(entity, Transform)
+            centre, angle = _shape_pose(rigid, shape)
+            transform.position[:] = (centre[0], centre[1], rigid.z)
+            c, s = math.cos(angle), math.sin(angle)
+            turn = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+            transform.rotation[:] = turn @ _Z_UP if isinstance(shape, pymunk.Circle) else turn
+
+
+def collect_impulses(app: App, dt: float) -> None:
+    """Queue on each two-way body the momentum the cloth gave its shapes this step (in pymunk units)."""
+    packed = app.resources.get(ColliderSet)
+    if packed is None or packed.count == 0:
+        return
+    row_of = {int(e): r for r, e in enumerate(packed.entities)}
+    for _, rigid in app.query(RigidBody2D):
+        if not rigid.two_way:
+            continue
+        for entity in rigid.shape_entities:
+            r = row_of.get(entity)
+            if r is None or packed.impulse_point[r, 3] == 0.0:
+                continue
+            j = packed.impulse[r]
+            point = packed.impulse_point[r, :3] / packed.impulse_point[r, 3]
+            rigid.pending_impulse.append((j[0] * rigid.scale, j[1] * rigid.scale,
+                                          point[0] * rigid.scale, point[1] * rigid.scale))
+
+
+def _shapes(body: pymunk.Body) -> list[pymunk.Shape]:
+    """The body's shapes in a fixed order (pymunk keeps a set)."""
+    return sorted(body.shapes, key=lambda s: id(s))
+
+
+def _bind(app: App, rigid: RigidBody2D) -> None:
+    """Create one collider entity per shape of the body (once: components are not added per frame)."""
+    for shape in _shapes(rigid.body):
+        s = rigid.scale
+        margin = rigid.thickness
+        if isinstance(shape, pymunk.Circle):
+            geometry = Capsule(shape.radius / s, rigid.depth / 2)
+        elif isinstance(shape, pymunk.Segment):
+            length = (shape.b - shape.a).length / s
+            radius = shape.radius / s
+            geometry = Box((length / 2 + radius, max(radius, 1e-3), rigid.depth / 2))
+        elif isinstance(shape, pymunk.Poly):
+            geometry = Prism(np.array([tuple(v) for v in shape.get_vertices()]) / s, half_depth=rigid.depth / 2)
+            margin += shape.radius / s
+        else:
+            raise TypeError(f"RigidBody2D.body has a shape of type {type(shape).__name__}; "
+                            f"expected pymunk Circle, Segment or Poly")
+        friction = shape.friction if rigid.friction is None else rigid.friction
+        collider = Collider(geometry, thickness=margin, friction=friction)
+        centre, angle = _shape_pose(rigid, shape)
+        rigid.shape_entities.append(app.spawn(collider, Transform.from_2d(centre[0], centre[1], angle, rigid.z)))
+
+
+def _shape_pose(rigid: RigidBody2D, shape: pymunk.Shape) -> tuple[tuple[float, float], float]:
+    """World centre [m] and angle [rad] of a shape's collider frame."""
+    body = rigid.body
+    if isinstance(shape, pymunk.Circle):
+        centre = body.local_to_world(shape.offset)
+        angle = body.angle
+    elif isinstance(shape, pymunk.Segment):
+        a, b = body.local_to_world(shape.a), body.local_to_world(shape.b)
+        centre = (a + b) / 2
+        angle = math.atan2(b.y - a.y, b.x - a.x)
+    else:
+        centre = body.position
+        angle = body.angle
+    return (centre[0] / rigid.scale, centre[1] / rigid.scale), angle
