@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks import sheet
+from benchmarks import drape, sheet
 
-BENCHMARKS = {"sheet": sheet}
+BENCHMARKS = {"drape": drape, "sheet": sheet}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,7 @@ the cloth's own as √(μ_cloth·μ_collider). Shapes live in the entity's local
     Plane(normal)            infinite half-space through the origin; cloth stays on the normal's side
     Sphere(radius)           ball centred on the origin
     Capsule(radius, half_length)   segment from (0, −h, 0) to (0, +h, 0) swept by a ball (a limb, a pole)
+    Cylinder(radius, half_height)  flat-ended cylinder along local y (a round table top, a post)
     Box(half_extents)        oriented box centred on the origin (a table top, a platform)
     Prism(polygon, half_depth)     convex polygon in the xy plane extruded ±half_depth along z
                              (a pymunk polygon in a 2D game)
@@ -61,6 +62,18 @@ class Capsule:
     def __post_init__(self) -> None:
         self.radius = real("Capsule", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
         self.half_length = real("Capsule", "half_length", self.half_length, low=0.0, unit=" [m]")
+
+
+@dataclass(eq=False)
+class Cylinder:
+    """A flat-ended cylinder of ``radius`` [m] along local y from −half_height to +half_height [m]."""
+
+    radius: float
+    half_height: float
+
+    def __post_init__(self) -> None:
+        self.radius = real("Cylinder", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
+        self.half_height = real("Cylinder", "half_height", self.half_height, low=0.0, low_open=True, unit=" [m]")
 
 
 @dataclass(eq=False)
@@ -163,8 +176,8 @@ def _bin_triangles(v: np.ndarray, t: np.ndarray, origin: np.ndarray, cell: float
     return start, np.ascontiguousarray(tri_ids[order])
 
 
-SHAPES = (Plane, Sphere, Capsule, Box, Prism, TriangleMesh)
-PLANE, SPHERE, CAPSULE, BOX, PRISM, MESH = range(6)
+SHAPES = (Plane, Sphere, Capsule, Box, Prism, TriangleMesh, Cylinder)
+PLANE, SPHERE, CAPSULE, BOX, PRISM, MESH, CYLINDER = range(7)
 """Shape codes used in ``ColliderSet.kind``."""
 
 
@@ -173,7 +186,7 @@ class Collider:
     """A shape cloth collides with, with its contact margin and friction; needs a Transform on the entity."""
 
     shape: Any
-    """One of Plane, Sphere, Capsule, Box, Prism, TriangleMesh."""
+    """One of Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh."""
     thickness: float = 0.0
     """Extra margin [m] kept between cloth and surface, added to the cloth's own thickness."""
     friction: float = 0.5
@@ -213,7 +226,8 @@ class ColliderSet:
     """App resource: every active Collider packed into flat arrays once per step, for any model's kernels.
 
     Unified table, one row per collider (``entities`` gives its entity):
-      kind (k,) int32 shape code; params (k, 4) shape sizes [m] (sphere r; capsule r, h; box hx, hy, hz;
+      kind (k,) int32 shape code; params (k, 4) shape sizes [m] (sphere r; capsule r, h; cylinder r, h;
+      box hx, hy, hz;
       prism half_depth, first polygon row, polygon rows); margin (k,) [m]; friction (k,) [-];
       pose0, pose1 (k, 7): quaternion (w, x, y, z) and position [m] at the start and end of the step
       (kernels interpolate them per substep); mesh (k,) int32 index into the mesh lists, −1 for none;

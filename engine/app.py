@@ -51,6 +51,10 @@ class App:
         self._reporters: list[Callable[[App], dict[str, Any]]] = []
         self.sim_seconds = 0.0
         """Wall-clock time spent in fixed steps since the start [s] (for reports and HUDs)."""
+        self.profiling = False
+        """When True, ``step`` times every system; totals accumulate in ``system_seconds``."""
+        self.system_seconds: dict[str, float] = {}
+        """Wall-clock seconds spent in each system while profiling, by system name."""
         if threads is not None:
             self.set_threads(threads)
         self._use()
@@ -220,6 +224,8 @@ class App:
         pre = self.schedule.systems(Stage.PRE_STEP)
         sub = self.schedule.systems(Stage.SUBSTEP)
         post = self.schedule.systems(Stage.POST_STEP)
+        if self.profiling:
+            pre, sub, post = (tuple(self._timed(s) for s in group) for group in (pre, sub, post))
         start = time.perf_counter()
         for _ in range(frames):
             for system in pre:
@@ -232,6 +238,17 @@ class App:
                 system(self, dt)
             clock.step_index += 1
         self.sim_seconds += time.perf_counter() - start
+
+    def _timed(self, system: System) -> System:
+        """Wrap ``system`` so its wall-clock time adds to ``system_seconds`` under its name."""
+        name = getattr(system, "name", None) or system.__name__
+        totals = self.system_seconds
+
+        def timed(app: App, dt: float) -> None:
+            start = time.perf_counter()
+            system(app, dt)
+            totals[name] = totals.get(name, 0.0) + time.perf_counter() - start
+        return timed
 
     def update(self, real_dt: float) -> int:
         """Run one rendered frame: INPUT, the fixed steps ``real_dt`` [s] owes, RENDER; return the steps taken.

@@ -24,8 +24,8 @@ import numba
 import numpy as np
 
 from components import Cloth, Collider, ColliderSet, Transform
-from components.collider import (BOX, CAPSULE, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Plane, Prism, Sphere,
-                                 TriangleMesh, rotation_to_quaternion)
+from components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
+                                 Prism, Sphere, TriangleMesh, rotation_to_quaternion)
 from engine import App
 
 CCD_STEPS = 24
@@ -66,6 +66,8 @@ def gather_colliders(app: App, dt: float) -> None:
             kind[r], params[r, 0] = SPHERE, shape.radius
         elif isinstance(shape, Capsule):
             kind[r], params[r, 0], params[r, 1] = CAPSULE, shape.radius, shape.half_length
+        elif isinstance(shape, Cylinder):
+            kind[r], params[r, 0], params[r, 1] = CYLINDER, shape.radius, shape.half_height
         elif isinstance(shape, Box):
             kind[r], params[r, :3] = BOX, shape.half_extents
         elif isinstance(shape, Prism):
@@ -205,6 +207,22 @@ def _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx,
             oz = math.copysign(max(qz, 0.0), lz)
             d = math.sqrt(ox * ox + oy * oy + oz * oz)
             out[0], out[1], out[2], out[3] = d, ox / d, oy / d, oz / d
+    elif k == CYLINDER:
+        radial = math.sqrt(lx * lx + lz * lz)
+        dr = radial - params[c, 0]
+        dy = abs(ly) - params[c, 1]
+        if dr <= 0.0 and dy <= 0.0:                  # inside: leave through the rim or a flat end
+            if dr >= dy and radial > 1e-12:
+                out[0], out[1], out[2], out[3] = dr, lx / radial, 0.0, lz / radial
+            else:
+                out[0], out[1], out[2], out[3] = dy, 0.0, math.copysign(1.0, ly), 0.0
+        elif dy <= 0.0:                              # beside the rim
+            out[0], out[1], out[2], out[3] = dr, lx / radial, 0.0, lz / radial
+        elif dr <= 0.0:                              # above or below a flat end
+            out[0], out[1], out[2], out[3] = dy, 0.0, math.copysign(1.0, ly), 0.0
+        else:                                        # beyond the edge of an end
+            d = math.sqrt(dr * dr + dy * dy)
+            out[0], out[1], out[2], out[3] = d, lx / radial * dr / d, math.copysign(dy, ly) / d, lz / radial * dr / d
     elif k == PRISM:
         _prism_sdf(params, c, polygons, lx, ly, lz, out)
     else:
@@ -347,6 +365,19 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
         _pose(pose0, pose1, c, a0, rot0[c], pos0[c])
         _pose(pose0, pose1, c, a1, rot1[c], pos1[c])
     sd = np.empty(4)
+    bound = np.zeros(k)                              # bounding-ball radius [m] of each shape (0: none)
+    for c in range(k):
+        if kind[c] == SPHERE:
+            bound[c] = params[c, 0]
+        elif kind[c] == CAPSULE or kind[c] == CYLINDER:
+            bound[c] = params[c, 0] + params[c, 1]
+        elif kind[c] == BOX:
+            bound[c] = math.sqrt(params[c, 0] ** 2 + params[c, 1] ** 2 + params[c, 2] ** 2)
+        elif kind[c] == PRISM:
+            far = 0.0
+            for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
+                far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
+            bound[c] = math.sqrt(far + params[c, 0] ** 2)
     for p in range(x.shape[0]):
         if inv_mass[p] == 0.0:
             continue
@@ -357,8 +388,22 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
             lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
             ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
             lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
-            _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
             swept = False
+            if kind[c] == PLANE:                     # planes and spheres inline: the call costs more
+                sd[0] = lx * params[c, 0] + ly * params[c, 1] + lz * params[c, 2]
+                if sd[0] >= reach:
+                    continue
+                sd[1], sd[2], sd[3] = params[c, 0], params[c, 1], params[c, 2]
+            elif kind[c] == SPHERE and (lx * lx + ly * ly + lz * lz > (params[c, 0] + reach) ** 2
+                                        and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2
+                                        + (x_prev[p, 2] - q0[2]) ** 2 > (params[c, 0] + reach) ** 2):
+                continue                             # start and end outside the ball: no contact, no sweep
+            elif bound[c] > 0.0 and lx * lx + ly * ly + lz * lz > (bound[c] + reach) ** 2 \
+                    and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2 \
+                    + (x_prev[p, 2] - q0[2]) ** 2 > (bound[c] + reach) ** 2:
+                continue                             # far from the shape's bounding ball at both ends
+            else:
+                _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
             if kind[c] != MESH and kind[c] != PLANE:
                 sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
                     + r0[2, 0] * (x_prev[p, 2] - q0[2])

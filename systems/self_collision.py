@@ -71,7 +71,7 @@ def collide_self(app: App, h: float) -> None:
     _clamp_motion(buffers.x_prev, buffers.thickness, CLAMP, buffers.x)
     _hash(buffers.x, cell, buffers.table, buffers.entries, buffers.cell_of)
     _separate(buffers.x, buffers.x_prev, buffers.rest, buffers.cloth, buffers.inv_mass, buffers.thickness,
-              buffers.friction, cell, buffers.table, buffers.entries, buffers.cell_of, buffers.out)
+              buffers.friction, buffers.table, buffers.entries, buffers.cell_of, buffers.out)
     for k, c in enumerate(clothes):
         c.x[:] = buffers.out[offsets[k]:offsets[k + 1]]
         if c.self_collision_mode == "triangle":
@@ -101,11 +101,17 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
 
 
 # --- kernels --------------------------------------------------------------------------------------
+HASH_X, HASH_Y, HASH_Z = 92837111, 689287499, 283923481
+"""Large primes of the cell hash (Teschner et al. 2003)."""
+
+
 @numba.njit(cache=True)
 def _cell_hash(ix, iy, iz, size):
-    """Bucket of grid cell (ix, iy, iz) in a table of ``size`` buckets, a power of two (Teschner et al.
-    2003 primes; a mask, not a modulo: 27 modulos per particle cost more than the whole contact test)."""
-    return ((ix * 92837111) ^ (iy * 689287499) ^ (iz * 283923481)) & (size - 1)
+    """Bucket of grid cell (ix, iy, iz) in a table of ``size`` buckets, a power of two.
+
+    Additive, so a neighbour's bucket is the cell's plus a constant offset; a mask, not a modulo:
+    27 modulos per particle cost more than the whole contact test."""
+    return (ix * HASH_X + iy * HASH_Y + iz * HASH_Z) & (size - 1)
 
 
 @numba.njit(cache=True)
@@ -144,7 +150,7 @@ def _hash(x, cell, table, entries, cell_of):
 
 
 @numba.njit(cache=True, parallel=True)
-def _separate(x, x_prev, rest, cloth, inv_mass, thickness, friction, cell, table, entries, cell_of, out):
+def _separate(x, x_prev, rest, cloth, inv_mass, thickness, friction, table, entries, cell_of, out):
     """One Jacobi separation pass: each particle sums its separations from (and averages its friction
     with) every particle in the 27 cells around it, from positions at the start of the pass, and
     writes only its own row of out.
@@ -152,7 +158,9 @@ def _separate(x, x_prev, rest, cloth, inv_mass, thickness, friction, cell, table
     One kernel serves 1 or more threads with the same result (no particle reads another's output).
     The body is written out in the loop: as a called helper with a 27-slot scratch array per
     particle it cost 550 ns per particle (48×48 sheet); ``cell_of`` (n, 3) replaces that scratch:
-    a candidate counts only if it lies in the cell being visited (buckets may hold several cells)."""
+    a candidate counts only if it lies in the cell being visited (buckets may hold several cells).
+    Copying the particles into bucket order first (contiguous buckets) measured slower, 500 against
+    310–390 ns per particle at n = 128: the cost is the 27 buckets and ~23 candidates, not misses."""
     size = table.shape[0] - 1
     for p in prange(x.shape[0]):
         out[p, 0], out[p, 1], out[p, 2] = x[p, 0], x[p, 1], x[p, 2]
@@ -167,10 +175,11 @@ def _separate(x, x_prev, rest, cloth, inv_mass, thickness, friction, cell, table
         fy = 0.0
         fz = 0.0
         count = 0
+        base = cx * HASH_X + cy * HASH_Y + cz * HASH_Z
         for ox in range(-1, 2):
             for oy in range(-1, 2):
                 for oz in range(-1, 2):
-                    b = _cell_hash(cx + ox, cy + oy, cz + oz, size)
+                    b = (base + ox * HASH_X + oy * HASH_Y + oz * HASH_Z) & (size - 1)
                     for e in range(table[b], table[b + 1]):
                         q = entries[e]
                         if q == p or cell_of[q, 0] != cx + ox or cell_of[q, 1] != cy + oy or cell_of[q, 2] != cz + oz:
