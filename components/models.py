@@ -118,7 +118,8 @@ class ImplicitSettings:
     b_v: float = 1.0
     """Rest stretch along v (eq. 10) [-]."""
     tolerance: float = 1e-6
-    """ε of the modified PCG (§5.3): stop when the filtered residual's norm² falls below ε²·‖filtered b‖² [-]."""
+    """ε of the modified PCG (§5.3) [-]: stop when the filtered residual's norm² falls below
+    ε²·‖filtered b‖²."""
     max_iterations: int = 500
     """Cap on PCG iterations per solve."""
     adaptive: bool = True

@@ -62,7 +62,8 @@ class App:
     def set_threads(self, threads: int) -> None:
         """Set numba's thread count for parallel kernels (1 … cores); results do not depend on it."""
         import numba
-        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
+        cores = numba.config.NUMBA_NUM_THREADS
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cores:
             raise ValueError(f"App.threads = {threads!r}: must be an integer in 1 … {numba.config.NUMBA_NUM_THREADS}")
         numba.set_num_threads(threads)
 

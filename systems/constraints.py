@@ -161,27 +161,31 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
 
 
 @numba.njit(cache=True)
-def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes, link_offsets,
-                  quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor, tether_length,
-                  inv_mass, x, link_lambda, bend_lambda):
+def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes,
+                  link_offsets, quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor,
+                  tether_length, inv_mass, x, link_lambda, bend_lambda):
     """``iterations`` Gauss–Seidel sweeps over colours of links, then bend quads, then tethers.
 
-    Each link k is one XPBD distance projection (Macklin et al. 2016 eq. 18): Δλ = (l₀ − l − α̃λ)/(w_a
-    + w_b + α̃) with α̃ = α/h², x_a += w_a·n·Δλ, x_b −= w_b·n·Δλ, n the unit direction b→a (Fuhrmann
-    2003 eqs. 6–9: mass weighting keeps the centre of mass). With ``limit_passes`` > 0, passes of Provot
-    1995's deformation limit follow until no link is over (at most ``limit_passes``): a stretch or shear link longer than link_max =
-    (1 + limit)·l₀ is cut back to it (a separate pass: clamping inside the XPBD projection was
-    undone by later colours, leaving 11.6 % strain under a 10 % limit, and 4 passes left 11.5 %
-    on a 16×16 rubber sheet: the limit must travel from the pins across the sheet). Tethers (one-sided, anchor fixed)
-    run on every second sweep ending with the last: every sweep cost 14 % of the n = 128 step,
-    once per substep let max strain rise from 0.16 % to 0.9 %, every second sweep keeps 0.16 %.
+    Each link k is one XPBD distance projection (Macklin et al. 2016 eq. 18): Δλ = (l₀ − l − α̃λ) /
+    (w_a + w_b + α̃) with α̃ = α/h², x_a += w_a·n·Δλ, x_b −= w_b·n·Δλ, n the unit direction b→a
+    (Fuhrmann 2003 eqs. 6–9: mass weighting keeps the centre of mass).
     link_* (c,) colour order [m, m/N, m]; inv_mass (n,) [1/kg]; writes x (n, 3) [m] and the
     multipliers, which restart from 0 every substep.
 
+    With ``limit_passes`` > 0, passes of Provot 1995's deformation limit follow until no link is
+    over (at most ``limit_passes``): a stretch or shear link longer than link_max = (1 + limit)·l₀
+    is cut back to it. A separate pass: clamping inside the XPBD projection was undone by later
+    colours (11.6 % strain under a 10 % limit), and 4 passes left 11.5 % on a 16×16 rubber sheet:
+    the limit must travel from the pins across the sheet.
+
+    Tethers (one-sided, anchor fixed) run on every second sweep ending with the last: every sweep
+    cost 14 % of the n = 128 step, once per substep let max strain rise from 0.16 % to 0.9 %,
+    every second sweep keeps 0.16 %.
+
     The link projection is written out in the loop, not called: numba's IR inlining of a helper
-    measured 17–23 ns per projection and an LLVM-inlined call 9–41 ns depending on its size,
-    against 9 ns written out (n = 128 sheet, AMD EPYC). Twin of ``_solve_parallel`` (same loops,
-    ``range`` for ``prange``): change both together."""
+    measured 17–23 ns per projection and an LLVM-inlined call 9–41 ns depending on its size, against
+    9 ns written out (n = 128 sheet, AMD EPYC). Twin of ``_solve_parallel`` (same loops, ``range``
+    for ``prange``): change both together."""
     link_lambda[:] = 0.0
     bend_lambda[:] = 0.0
     bend_alpha = bend_compliance * inv_h2
@@ -257,9 +261,9 @@ def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance
 
 
 @numba.njit(cache=True, parallel=True)
-def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes, link_offsets,
-                    quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor, tether_length,
-                    inv_mass, x, link_lambda, bend_lambda):
+def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes,
+                    link_offsets, quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor,
+                    tether_length, inv_mass, x, link_lambda, bend_lambda):
     """Twin of ``_solve_serial`` with each colour's loop split over threads (same result, bit for bit)."""
     link_lambda[:] = 0.0
     bend_lambda[:] = 0.0
