@@ -27,6 +27,7 @@ from components import Cloth, Collider, ColliderSet, Transform
 from components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
                                  Prism, Sphere, TriangleMesh, rotation_to_quaternion)
 from engine import App
+from systems.shapes import pose, sdf
 
 CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
@@ -148,207 +149,6 @@ def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
 
 # --- kernels --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _pose(pose0, pose1, c, alpha, rot, pos):
-    """Write collider c's rotation (3, 3) and position (3,) at fraction alpha of the step (nlerp, lerp)."""
-    w = (1.0 - alpha) * pose0[c, 0] + alpha * pose1[c, 0]
-    x = (1.0 - alpha) * pose0[c, 1] + alpha * pose1[c, 1]
-    y = (1.0 - alpha) * pose0[c, 2] + alpha * pose1[c, 2]
-    z = (1.0 - alpha) * pose0[c, 3] + alpha * pose1[c, 3]
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = w / n, x / n, y / n, z / n
-    rot[0, 0] = 1 - 2 * (y * y + z * z)
-    rot[0, 1] = 2 * (x * y - w * z)
-    rot[0, 2] = 2 * (x * z + w * y)
-    rot[1, 0] = 2 * (x * y + w * z)
-    rot[1, 1] = 1 - 2 * (x * x + z * z)
-    rot[1, 2] = 2 * (y * z - w * x)
-    rot[2, 0] = 2 * (x * z - w * y)
-    rot[2, 1] = 2 * (y * z + w * x)
-    rot[2, 2] = 1 - 2 * (x * x + y * y)
-    for a in range(3):
-        pos[a] = (1.0 - alpha) * pose0[c, 4 + a] + alpha * pose1[c, 4 + a]
-
-
-@numba.njit(cache=True)
-def _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out):
-    """Signed distance [m] from local point l to collider c's surface (negative inside) and the unit
-    outward normal: out = (distance, nx, ny, nz). Meshes: distance to the nearest triangle in the
-    point's grid cell, signed by that triangle's front side (+inf when no triangle is near)."""
-    k = kind[c]
-    if k == PLANE:
-        nx, ny, nz = params[c, 0], params[c, 1], params[c, 2]
-        out[0] = lx * nx + ly * ny + lz * nz
-        out[1], out[2], out[3] = nx, ny, nz
-    elif k == SPHERE or k == CAPSULE:
-        cy = 0.0
-        if k == CAPSULE:
-            cy = min(max(ly, -params[c, 1]), params[c, 1])
-        dx, dy, dz = lx, ly - cy, lz
-        d = math.sqrt(dx * dx + dy * dy + dz * dz)
-        out[0] = d - params[c, 0]
-        if d < 1e-12:
-            out[1], out[2], out[3] = 0.0, 1.0, 0.0
-        else:
-            out[1], out[2], out[3] = dx / d, dy / d, dz / d
-    elif k == BOX:
-        qx = abs(lx) - params[c, 0]
-        qy = abs(ly) - params[c, 1]
-        qz = abs(lz) - params[c, 2]
-        if qx <= 0.0 and qy <= 0.0 and qz <= 0.0:            # inside: leave by the nearest face
-            if qx >= qy and qx >= qz:
-                out[0], out[1], out[2], out[3] = qx, math.copysign(1.0, lx), 0.0, 0.0
-            elif qy >= qz:
-                out[0], out[1], out[2], out[3] = qy, 0.0, math.copysign(1.0, ly), 0.0
-            else:
-                out[0], out[1], out[2], out[3] = qz, 0.0, 0.0, math.copysign(1.0, lz)
-        else:
-            ox = math.copysign(max(qx, 0.0), lx)
-            oy = math.copysign(max(qy, 0.0), ly)
-            oz = math.copysign(max(qz, 0.0), lz)
-            d = math.sqrt(ox * ox + oy * oy + oz * oz)
-            out[0], out[1], out[2], out[3] = d, ox / d, oy / d, oz / d
-    elif k == CYLINDER:
-        radial = math.sqrt(lx * lx + lz * lz)
-        dr = radial - params[c, 0]
-        dy = abs(ly) - params[c, 1]
-        if dr <= 0.0 and dy <= 0.0:                  # inside: leave through the rim or a flat end
-            if dr >= dy and radial > 1e-12:
-                out[0], out[1], out[2], out[3] = dr, lx / radial, 0.0, lz / radial
-            else:
-                out[0], out[1], out[2], out[3] = dy, 0.0, math.copysign(1.0, ly), 0.0
-        elif dy <= 0.0:                              # beside the rim
-            out[0], out[1], out[2], out[3] = dr, lx / radial, 0.0, lz / radial
-        elif dr <= 0.0:                              # above or below a flat end
-            out[0], out[1], out[2], out[3] = dy, 0.0, math.copysign(1.0, ly), 0.0
-        else:                                        # beyond the edge of an end
-            d = math.sqrt(dr * dr + dy * dy)
-            out[0], out[1], out[2], out[3] = d, lx / radial * dr / d, math.copysign(dy, ly) / d, lz / radial * dr / d
-    elif k == PRISM:
-        _prism_sdf(params, c, polygons, lx, ly, lz, out)
-    else:
-        _mesh_sdf(mesh_id[c], mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out)
-
-
-@numba.njit(cache=True)
-def _prism_sdf(params, c, polygons, lx, ly, lz, out):
-    """Signed distance to a convex polygon (counter-clockwise, xy) extruded ±half_depth along z."""
-    half = params[c, 0]
-    first = int(params[c, 1])
-    count = int(params[c, 2])
-    inside = -1e300                                  # max over edges of the signed edge distance
-    ex, ey = 0.0, 0.0
-    best = 1e300                                     # squared distance to the boundary, closest point
-    bx, by = 0.0, 0.0
-    for e in range(count):
-        ax, ay = polygons[first + e, 0], polygons[first + e, 1]
-        nxt = first + (e + 1) % count
-        vx, vy = polygons[nxt, 0] - ax, polygons[nxt, 1] - ay
-        length = math.sqrt(vx * vx + vy * vy)
-        nx, ny = vy / length, -vx / length           # outward normal of a counter-clockwise polygon
-        s = (lx - ax) * nx + (ly - ay) * ny
-        if s > inside:
-            inside, ex, ey = s, nx, ny
-        t = min(max(((lx - ax) * vx + (ly - ay) * vy) / (length * length), 0.0), 1.0)
-        px, py = ax + t * vx, ay + t * vy
-        d2 = (lx - px) ** 2 + (ly - py) ** 2
-        if d2 < best:
-            best, bx, by = d2, px, py
-    dz = abs(lz) - half
-    if inside <= 0.0:                                # within the polygon's outline
-        if dz <= 0.0:
-            if inside >= dz:
-                out[0], out[1], out[2], out[3] = inside, ex, ey, 0.0
-            else:
-                out[0], out[1], out[2], out[3] = dz, 0.0, 0.0, math.copysign(1.0, lz)
-        else:
-            out[0], out[1], out[2], out[3] = dz, 0.0, 0.0, math.copysign(1.0, lz)
-        return
-    d2d = math.sqrt(best)
-    ox, oy = (lx - bx) / d2d, (ly - by) / d2d
-    if dz <= 0.0:
-        out[0], out[1], out[2], out[3] = d2d, ox, oy, 0.0
-    else:
-        d = math.sqrt(d2d * d2d + dz * dz)
-        out[0], out[1], out[2], out[3] = d, ox * d2d / d, oy * d2d / d, math.copysign(dz, lz) / d
-
-
-@numba.njit(cache=True)
-def _mesh_sdf(m, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out):
-    """Distance to the nearest triangle of mesh m listed in the point's grid cell (Ericson's closest point)."""
-    out[0] = 1e300
-    cell = minfo[m, 3]
-    ix = int(math.floor((lx - minfo[m, 0]) / cell))
-    iy = int(math.floor((ly - minfo[m, 1]) / cell))
-    iz = int(math.floor((lz - minfo[m, 2]) / cell))
-    sx, sy, sz = int(minfo[m, 4]), int(minfo[m, 5]), int(minfo[m, 6])
-    if ix < 0 or iy < 0 or iz < 0 or ix >= sx or iy >= sy or iz >= sz:
-        return
-    t_off, s_off, c_off = int(minfo[m, 7]), int(minfo[m, 8]), int(minfo[m, 9])
-    flat = (ix * sy + iy) * sz + iz
-    best = 1e300
-    for j in range(mcell[s_off + flat], mcell[s_off + flat + 1]):
-        t = t_off + mcelltri[c_off + j]
-        a, b, cc = mt[t, 0], mt[t, 1], mt[t, 2]
-        px, py, pz = _closest_on_triangle(mv[a, 0], mv[a, 1], mv[a, 2], mv[b, 0], mv[b, 1], mv[b, 2],
-                                          mv[cc, 0], mv[cc, 1], mv[cc, 2], lx, ly, lz)
-        dx, dy, dz = lx - px, ly - py, lz - pz
-        d2 = dx * dx + dy * dy + dz * dz
-        if d2 < best:
-            best = d2
-            e1x, e1y, e1z = mv[b, 0] - mv[a, 0], mv[b, 1] - mv[a, 1], mv[b, 2] - mv[a, 2]
-            e2x, e2y, e2z = mv[cc, 0] - mv[a, 0], mv[cc, 1] - mv[a, 1], mv[cc, 2] - mv[a, 2]
-            nx = e1y * e2z - e1z * e2y
-            ny = e1z * e2x - e1x * e2z
-            nz = e1x * e2y - e1y * e2x
-            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-            nx, ny, nz = nx / nn, ny / nn, nz / nn
-            d = math.sqrt(d2)
-            side = dx * nx + dy * ny + dz * nz
-            if d > 1e-12 and side >= 0.0:
-                out[0], out[1], out[2], out[3] = d, dx / d, dy / d, dz / d
-            else:                                     # on or behind the triangle: leave by its front
-                out[0], out[1], out[2], out[3] = -d, nx, ny, nz
-
-
-@numba.njit(cache=True)
-def _closest_on_triangle(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz):
-    """Closest point to p on triangle abc (Ericson, Real-Time Collision Detection §5.1.5)."""
-    abx, aby, abz = bx - ax, by - ay, bz - az
-    acx, acy, acz = cx - ax, cy - ay, cz - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return ax, ay, az
-    bpx, bpy, bpz = px - bx, py - by, pz - bz
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return bx, by, bz
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        return ax + v * abx, ay + v * aby, az + v * abz
-    cpx, cpy, cpz = px - cx, py - cy, pz - cz
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return cx, cy, cz
-    vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6)
-        return ax + w * acx, ay + w * acy, az + w * acz
-    va = d3 * d6 - d5 * d4
-    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        return bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
-    denom = 1.0 / (va + vb + vc)
-    v = vb * denom
-    w = vc * denom
-    return ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w
-
-
-@numba.njit(cache=True)
 def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
              mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point):
     """Continuous collision, contact and friction of every free particle against every collider.
@@ -362,8 +162,8 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
     pos0 = np.empty((k, 3))
     pos1 = np.empty((k, 3))
     for c in range(k):
-        _pose(pose0, pose1, c, a0, rot0[c], pos0[c])
-        _pose(pose0, pose1, c, a1, rot1[c], pos1[c])
+        pose(pose0, pose1, c, a0, rot0[c], pos0[c])
+        pose(pose0, pose1, c, a1, rot1[c], pos1[c])
     sd = np.empty(4)
     bound = np.zeros(k)                              # bounding-ball radius [m] of each shape (0: none)
     for c in range(k):
@@ -403,7 +203,7 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
                     + (x_prev[p, 2] - q0[2]) ** 2 > (bound[c] + reach) ** 2:
                 continue                             # far from the shape's bounding ball at both ends
             else:
-                _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
             if kind[c] != MESH and kind[c] != PLANE:
                 sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
                     + r0[2, 0] * (x_prev[p, 2] - q0[2])
@@ -413,7 +213,7 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
                     + r0[2, 2] * (x_prev[p, 2] - q0[2])
                 span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
                 if span > reach:                     # fast: sweep the path by conservative advancement
-                    _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
+                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
                     if sd[0] > 0.0:                  # it started outside the shape itself
                         t = 0.0
                         for _ in range(CCD_STEPS):
@@ -423,12 +223,12 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
                             t += gap / span
                             if t >= 1.0:
                                 break
-                            _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                            sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
                                  sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz), sd)
                         if t < 1.0:
                             lx, ly, lz = sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz)
                             swept = True
-                    _sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
             if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
                 continue
             depth = max(reach - sd[0], 0.0)

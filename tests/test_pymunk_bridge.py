@@ -5,7 +5,7 @@ import numpy as np
 import pymunk
 import pytest
 
-from components import Cloth, ClothMaterial, Pin, RigidBody2D, Space2D, Transform
+from components import Cloth, ClothMaterial, Pin, RigidBody2D, Space2D
 from engine import mesh
 
 

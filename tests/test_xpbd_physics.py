@@ -10,7 +10,7 @@ import pytest
 from components import STRETCH, Cloth, ClothMaterial, Gravity, Pin, Transform
 from components.cloth import dihedral_angles
 from engine import App, mesh
-from systems import DefaultPlugins, constraints
+from systems import constraints
 from systems.constraints import _project_bend
 
 G = 9.81
