@@ -1,4 +1,5 @@
 """Loom's components: plain data validated on construction (no behaviour, no system imports)."""
+from components.camera import Camera
 from components.cloth import BEND, MODELS, SHEAR, STEP_MODELS, STRETCH, Cloth
 from components.collider import (Box, Capsule, Collider, ColliderSet, Cylinder, Plane, Prism, Sphere,
                                  TriangleMesh)
@@ -11,7 +12,7 @@ from components.transform import Transform
 
 __all__ = [
     "BEND", "INTEGRATORS", "MODELS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH",
-    "Box", "Capsule", "Cloth", "ClothMaterial", "Collider", "ColliderSet", "Cylinder", "Gravity",
+    "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "Collider", "ColliderSet", "Cylinder", "Gravity",
     "ImplicitSettings", "MassSpringSettings", "Pin", "Plane", "Prism", "RigidBody2D", "Space2D", "Sphere",
     "Transform", "TriangleMesh", "VerletSettings",
 ]
