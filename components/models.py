@@ -117,9 +117,10 @@ class ImplicitSettings:
     """Rest stretch along u (eq. 10): < 1 shrinks, > 1 lengthens the cloth along u (a cuff) [-]."""
     b_v: float = 1.0
     """Rest stretch along v (eq. 10) [-]."""
-    tolerance: float = 1e-6
+    tolerance: float = 1e-3
     """ε of the modified PCG (§5.3) [-]: stop when the filtered residual's norm² falls below
-    ε²·‖filtered b‖²."""
+    ε²·‖filtered b‖². 1e-3 gives the same hanging-sheet strain as 1e-6 in 192 instead of 323
+    iterations per solve at 32×32; at 64×64, 1e-6 reaches the 500-iteration cap."""
     max_iterations: int = 500
     """Cap on PCG iterations per solve."""
     adaptive: bool = True

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from components import Gravity
 from engine import App, PluginGroup, Stage
-from systems import constraints, environment, guard, integration, pins
+from systems import constraints, environment, guard, integration, pins, pymunk_bridge, self_collision
+from systems.implicit import ImplicitPlugin
+from systems.mass_spring import MassSpringPlugin
 from systems.report import cloth_report
 from systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
+from systems.verlet import VerletPlugin
 
 
 class ClothPlugin:
@@ -57,6 +60,22 @@ class EnvironmentPlugin:
         app.add_system(environment.collide_environment, Stage.SUBSTEP, in_set=ClothSet.COLLIDE)
 
 
+class SelfCollisionPlugin:
+    """Self- and inter-cloth particle collision for cloths with ``self_collision`` on."""
+
+    def build(self, app: App) -> None:
+        app.add_system(self_collision.collide_self, Stage.SUBSTEP, in_set=ClothSet.SELF_COLLIDE)
+
+
+class PymunkPlugin:
+    """pymunk bodies (RigidBody2D) as colliders, with impulses back to the bodies."""
+
+    def build(self, app: App) -> None:
+        app.add_system(pymunk_bridge.sync_bodies, Stage.PRE_STEP, in_set=ClothSet.FORCES,
+                       before=environment.gather_colliders.__name__)
+        app.add_system(pymunk_bridge.collect_impulses, Stage.POST_STEP, in_set=ClothSet.GUARD)
+
+
 class GuardPlugin:
     """Refuse and report a step that would write NaN or inf."""
 
@@ -66,8 +85,10 @@ class GuardPlugin:
 
 
 DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin,
-                             GuardPlugin)
+                             SelfCollisionPlugin, PymunkPlugin, GuardPlugin, VerletPlugin, MassSpringPlugin,
+                             ImplicitPlugin)
 """The standard pipeline; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out."""
 
 __all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "EnvironmentPlugin", "GuardPlugin",
-           "IntegrationPlugin", "PinPlugin"]
+           "ImplicitPlugin", "IntegrationPlugin", "MassSpringPlugin", "PinPlugin", "PymunkPlugin",
+           "SelfCollisionPlugin", "VerletPlugin"]

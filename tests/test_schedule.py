@@ -269,20 +269,26 @@ def test_a_user_system_orders_between_cloth_sets(new_app):
     app.add_system(apply_buoyancy, Stage.SUBSTEP, after=ClothSet.PREDICT, before=ClothSet.CONSTRAIN)
     order = app.schedule.names(Stage.SUBSTEP)
     assert order.index("predict_positions") < order.index("apply_buoyancy") < order.index("solve_constraints")
-    assert order == ["predict_positions", "pin_particles", "apply_buoyancy", "solve_constraints",
-                     "collide_environment", "update_velocities"]
+    assert order.index("apply_buoyancy") < order.index("collide_environment") < order.index("update_velocities")
     app.step()
     assert seen == [DT / SUBSTEPS] * SUBSTEPS
 
 
 def test_default_pipeline_runs_in_the_documented_set_order(new_app):
+    # ClothSet's documented order; other systems may sit between these, never out of order
     app = new_app()
     app.add_plugin(DefaultPlugins)
-    assert app.schedule.names(Stage.PRE_STEP) == ["save_state", "prepare_pins", "refresh_tethers",
-                                                  "gather_colliders"]
-    assert app.schedule.names(Stage.SUBSTEP) == ["predict_positions", "pin_particles", "solve_constraints",
-                                                 "collide_environment", "update_velocities"]
-    assert app.schedule.names(Stage.POST_STEP) == ["reject_non_finite", "clear_forces"]
+
+    def in_order(stage, names):
+        order = app.schedule.names(stage)
+        positions = [order.index(n) for n in names]
+        assert positions == sorted(positions), f"{stage.name}: {order}"
+
+    in_order(Stage.PRE_STEP, ["save_state", "prepare_pins", "refresh_tethers", "sync_bodies", "gather_colliders",
+                              "step_implicit"])
+    in_order(Stage.SUBSTEP, ["predict_positions", "pin_particles", "solve_constraints", "collide_environment",
+                             "collide_self", "update_velocities"])
+    in_order(Stage.POST_STEP, ["reject_non_finite", "clear_forces"])
 
 
 # --- plugins ---------------------------------------------------------------------------------------------------------
@@ -300,7 +306,7 @@ def test_plugin_group_without_drops_the_member(new_app):
 
 def test_plugin_group_without_an_unknown_name_raises_listing_members():
     with pytest.raises(ValueError, match=r"PluginGroup\.without: no member named 'Nope' \(members: ClothPlugin, "
-                                         r"IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin, GuardPlugin\)"):
+                                         r"IntegrationPlugin, PinPlugin, ConstraintPlugin, .*GuardPlugin.*\)"):
         DefaultPlugins.without("Nope")
 
 
