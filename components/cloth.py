@@ -277,8 +277,10 @@ class Cloth:
 
     @property
     def constraint_count(self) -> int:
-        """Distance links plus dihedral bend quads (tethers excluded)."""
-        return self.link_i.shape[0] + self.bend_quads.shape[0]
+        """Constraints the model projects per sweep: distance links, plus the dihedral bend quads where
+        the model uses them (xpbd with bend_model="dihedral", implicit); tethers excluded."""
+        dihedral = self.model == "implicit" or (self.model == "xpbd" and self.material.bend_model == "dihedral")
+        return self.link_i.shape[0] + (self.bend_quads.shape[0] if dihedral else 0)
 
     @property
     def total_mass(self) -> float:

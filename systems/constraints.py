@@ -5,8 +5,10 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
   compliance α [m/N] scaled to α/h² so stiffness does not depend on the substep count; the
   distance form is Provot 1995's structural/shear/flexion springs and Fuhrmann 2003's
   constraints (eqs. 5–9: mass-weighted corrections that keep the centre of mass);
-- Provot 1995's deformation limit: after the sweeps, passes that shorten every stretch or shear
-  link longer than (1 + limit) × rest to that bound;
+- Provot 1995's deformation limit: after the sweeps, passes of ``distance_limits.relax_distances``
+  shorten every stretch or shear link longer than (1 + limit) × rest to that bound (a separate
+  pass: clamping inside the XPBD projection was undone by later colours, leaving 11.6 % strain
+  under a 10 % limit; the limit must travel from the pins across the sheet);
 - dihedral bending (bend_model="dihedral"): C = θ − θ₀ with the exact gradients of Bridson et
   al. 2003 §4 (robust at θ = 0, unlike the acos form of Müller et al. 2007);
 - tethers (long-range attachments, Kim et al. 2012): a free particle may be no farther from each
@@ -26,10 +28,22 @@ from numba import prange
 
 from components import Cloth
 from engine import App
+from systems.distance_limits import relax_distances
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
 _NO_COLORS = np.zeros(1, np.int32)            # colour offsets of an empty table
+_ZERO_CACHE: dict[int, np.ndarray] = {}
+
+
+def _zeros(count: int) -> np.ndarray:
+    """A shared read-only array of ``count`` zeros (no lower length bound), made once per size."""
+    zeros = _ZERO_CACHE.get(count)
+    if zeros is None:
+        zeros = _ZERO_CACHE[count] = np.zeros(count)
+        zeros.flags.writeable = False
+    return zeros
+
 
 STRAIN_LIMIT_MAX_PASSES = 20
 """Most passes of Provot's deformation limit per substep; passes stop as soon as no link is over.
@@ -47,12 +61,14 @@ def solve_constraints(app: App, h: float) -> None:
         bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
         kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
         kernel(cloth.iterations, inv_h2,
-               cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_max,
-               0 if cloth.material.strain_limit is None else STRAIN_LIMIT_MAX_PASSES, cloth.link_color_offsets,
+               cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_color_offsets,
                cloth.bend_quads, cloth.bend_rest_angle, cloth.material.bend_angle_compliance,
                bend_offsets,
                cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
                cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda)
+        if cloth.material.strain_limit is not None:      # Provot 1995: passes of the deformation limit
+            relax_distances(STRAIN_LIMIT_MAX_PASSES, cloth.link_i, cloth.link_j, _zeros(cloth.link_count),
+                            cloth.link_max, cloth.inv_mass, cloth.x)
 
 
 def refresh_tethers(app: App, dt: float) -> None:
@@ -161,7 +177,7 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
 
 
 @numba.njit(cache=True)
-def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes,
+def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance,
                   link_offsets, quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor,
                   tether_length, inv_mass, x, link_lambda, bend_lambda):
     """``iterations`` Gauss–Seidel sweeps over colours of links, then bend quads, then tethers.
@@ -171,12 +187,6 @@ def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance
     (Fuhrmann 2003 eqs. 6–9: mass weighting keeps the centre of mass).
     link_* (c,) colour order [m, m/N, m]; inv_mass (n,) [1/kg]; writes x (n, 3) [m] and the
     multipliers, which restart from 0 every substep.
-
-    With ``limit_passes`` > 0, passes of Provot 1995's deformation limit follow until no link is
-    over (at most ``limit_passes``): a stretch or shear link longer than link_max = (1 + limit)·l₀
-    is cut back to it. A separate pass: clamping inside the XPBD projection was undone by later
-    colours (11.6 % strain under a 10 % limit), and 4 passes left 11.5 % on a 16×16 rubber sheet:
-    the limit must travel from the pins across the sheet.
 
     Tethers (one-sided, anchor fixed) run on every second sweep ending with the last: every sweep
     cost 14 % of the n = 128 step, once per substep let max strain rise from 0.16 % to 0.9 %,
@@ -234,34 +244,9 @@ def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance
                         x[p, 1] = x[a, 1] + dy * s
                         x[p, 2] = x[a, 2] + dz * s
 
-    if limit_passes > 0:                           # Provot 1995: passes of the deformation limit
-        for _ in range(limit_passes):
-            over = 0
-            for c in range(link_offsets.shape[0] - 1):
-                for k in range(link_offsets[c], link_offsets[c + 1]):
-                    a = link_i[k]
-                    b = link_j[k]
-                    w = inv_mass[a] + inv_mass[b]
-                    dx = x[a, 0] - x[b, 0]
-                    dy = x[a, 1] - x[b, 1]
-                    dz = x[a, 2] - x[b, 2]
-                    length = math.sqrt(dx * dx + dy * dy + dz * dz)
-                    if w == 0.0 or length <= link_max[k]:
-                        continue
-                    over += 1
-                    s = (link_max[k] - length) / (w * length)
-                    x[a, 0] += inv_mass[a] * s * dx
-                    x[a, 1] += inv_mass[a] * s * dy
-                    x[a, 2] += inv_mass[a] * s * dz
-                    x[b, 0] -= inv_mass[b] * s * dx
-                    x[b, 1] -= inv_mass[b] * s * dy
-                    x[b, 2] -= inv_mass[b] * s * dz
-            if over == 0:
-                break
-
 
 @numba.njit(cache=True, parallel=True)
-def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance, link_max, limit_passes,
+def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance,
                     link_offsets, quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor,
                     tether_length, inv_mass, x, link_lambda, bend_lambda):
     """Twin of ``_solve_serial`` with each colour's loop split over threads (same result, bit for bit)."""
@@ -312,31 +297,6 @@ def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_complian
                         x[p, 0] = x[a, 0] + dx * s
                         x[p, 1] = x[a, 1] + dy * s
                         x[p, 2] = x[a, 2] + dz * s
-
-    if limit_passes > 0:                           # Provot 1995: passes of the deformation limit
-        for _ in range(limit_passes):
-            over = 0
-            for c in range(link_offsets.shape[0] - 1):
-                for k in prange(link_offsets[c], link_offsets[c + 1]):
-                    a = link_i[k]
-                    b = link_j[k]
-                    w = inv_mass[a] + inv_mass[b]
-                    dx = x[a, 0] - x[b, 0]
-                    dy = x[a, 1] - x[b, 1]
-                    dz = x[a, 2] - x[b, 2]
-                    length = math.sqrt(dx * dx + dy * dy + dz * dz)
-                    if w == 0.0 or length <= link_max[k]:
-                        continue
-                    over += 1
-                    s = (link_max[k] - length) / (w * length)
-                    x[a, 0] += inv_mass[a] * s * dx
-                    x[a, 1] += inv_mass[a] * s * dy
-                    x[a, 2] += inv_mass[a] * s * dz
-                    x[b, 0] -= inv_mass[b] * s * dx
-                    x[b, 1] -= inv_mass[b] * s * dy
-                    x[b, 2] -= inv_mass[b] * s * dz
-            if over == 0:
-                break
 
 
 @numba.njit(cache=True)

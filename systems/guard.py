@@ -1,8 +1,10 @@
-"""Guard: a step that would leave NaN or inf in a cloth is refused — state restored, reported.
+"""Guard: a step that would leave NaN, inf or an exploded value in a cloth is refused — state restored, reported.
 
 Before each step the guard copies every cloth's positions and velocities; after it, one pass
-checks them. If any value is not finite the step is undone for that cloth, its
-``rejected_steps`` count grows, a warning is logged and the App emits ``step_rejected`` with
+checks them. If any value is not finite, or a position is farther than MAX_POSITION from the
+origin or a speed above MAX_SPEED (an unstable explicit integrator grows through 1e60 and beyond
+long before it overflows to inf), the step is undone for that cloth, its
+``rejected_steps`` count grows, a warning is logged (the 1st, 10th, 100th … time) and the App emits ``step_rejected`` with
 entity, step and the first bad particle, so the game can react. The step after retries from the
 restored state (recovery by smaller substeps comes with the reliability work).
 """
@@ -17,6 +19,11 @@ from components import Cloth
 from engine import App
 
 log = logging.getLogger("loom.guard")
+
+MAX_POSITION = 1e6
+"""Largest believable |coordinate| [m] (1000 km): beyond it a cloth has exploded."""
+MAX_SPEED = 1e4
+"""Largest believable |velocity component| [m/s] (10 km/s)."""
 
 
 class StepSnapshot:
@@ -38,10 +45,10 @@ def save_state(app: App, dt: float) -> None:
 
 
 def reject_non_finite(app: App, dt: float) -> None:
-    """Restore any cloth whose step produced NaN or inf, and report it."""
+    """Restore any cloth whose step produced NaN, inf or an exploded value, and report it."""
     snapshot = app.resource(StepSnapshot)
     for entity, cloth in app.query(Cloth):
-        bad = _first_non_finite(cloth.x, cloth.v)
+        bad = _first_bad(cloth.x, cloth.v, MAX_POSITION, MAX_SPEED)
         if bad < 0:
             continue
         x0, v0 = snapshot.saved[entity]
@@ -50,16 +57,25 @@ def reject_non_finite(app: App, dt: float) -> None:
         np.copyto(cloth.x_prev, x0)
         cloth.rejected_steps += 1
         step = app.clock.step_index
-        log.warning("cloth entity %d: step %d refused, particle %d would be non-finite; state restored",
-                    entity, step, bad)
+        if _is_power_of_ten(cloth.rejected_steps):          # 1st, 10th, 100th …: no log flood
+            log.warning("cloth entity %d: step %d refused, particle %d would be non-finite or exploded; "
+                        "state restored (%d refused so far)", entity, step, bad, cloth.rejected_steps)
         app.emit("step_rejected", entity=entity, step=step, particle=bad)
 
 
+def _is_power_of_ten(count: int) -> bool:
+    while count >= 10 and count % 10 == 0:
+        count //= 10
+    return count == 1
+
+
 @numba.njit(cache=True)
-def _first_non_finite(x, v):
-    """Index of the first particle with a non-finite position or velocity, or −1. x, v (n, 3)."""
+def _first_bad(x, v, max_position, max_speed):
+    """Index of the first particle whose position or velocity is non-finite or beyond the bounds, or −1.
+
+    x, v (n, 3) [m, m/s]; a NaN fails every comparison, so ``not (|a| <= bound)`` catches it too."""
     for p in range(x.shape[0]):
         for c in range(3):
-            if not (np.isfinite(x[p, c]) and np.isfinite(v[p, c])):
+            if not (abs(x[p, c]) <= max_position and abs(v[p, c]) <= max_speed):
                 return p
     return -1
