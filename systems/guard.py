@@ -3,8 +3,8 @@
 Before each step the guard copies every cloth's positions and velocities; after it, one pass
 checks them. If any value is not finite, or a position is farther than MAX_POSITION from the
 origin or a speed above MAX_SPEED (an unstable explicit integrator grows through 1e60 and beyond
-long before it overflows to inf), the step is undone for that cloth, its
-``rejected_steps`` count grows, a warning is logged (the 1st, 10th, 100th … time) and the App emits ``step_rejected`` with
+long before it overflows to inf), the step is undone for that cloth, its ``rejected_steps`` count
+grows, a warning is logged (the 1st, 10th, 100th … time) and the App emits ``step_rejected`` with
 entity, step and the first bad particle, so the game can react. The step after retries from the
 restored state (recovery by smaller substeps comes with the reliability work).
 """
