@@ -233,9 +233,8 @@ class ColliderSet:
       (kernels interpolate them per substep); mesh (k,) int32 index into the mesh lists, −1 for none;
       polygons (P, 2) [m] all prism polygons; meshes and mesh_arrays, the TriangleMeshes and their
       concatenated vertices, triangles and grids; impulse (k, 3) [N·s] and impulse_point (k, 4) (Σ|J|·point,
-      Σ|J|) that cloth contacts pushed into each collider this step (two-way coupling).
-    Also, for the implicit solver: spheres (s, 6) centre (3), radius + thickness, friction, 0; and
-    planes (p, 8) point (3), unit normal (3), thickness, friction, both at the end-of-step pose."""
+      Σ|J|) that cloth contacts of every model (substepped and implicit) pushed into each collider this
+      step (two-way coupling)."""
 
     def __init__(self) -> None:
         self.entities = np.zeros(0, np.int64)
@@ -252,8 +251,6 @@ class ColliderSet:
         self.impulse = np.zeros((0, 3))
         self.impulse_point = np.zeros((0, 4))
         self.last_pose: dict[int, np.ndarray] = {}
-        self.spheres = np.zeros((0, 6))
-        self.planes = np.zeros((0, 8))
 
     @property
     def count(self) -> int:

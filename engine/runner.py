@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 
+HEADLESS_FRAMES = 300
+"""Frames a headless run simulates when --frames is not given (5 s at 60 Hz)."""
+
+
 @dataclass
 class WindowRunner:
     """Resource a window plugin inserts: ``open(app, args)`` runs the interactive loop and returns the report."""
@@ -26,8 +30,11 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     """Return the argument parser every game shares (games may add their own options to it)."""
     p = argparse.ArgumentParser(prog=prog, description="Run a Loom scene.")
     p.add_argument("--headless", action="store_true", help="no window: step --frames frames and report")
-    p.add_argument("--frames", type=_frames, default=300, help="fixed frames to simulate headless (default 300)")
+    p.add_argument("--frames", type=_frames, default=None,
+                   help="fixed frames to simulate (headless default 300; in a window: run until closed)")
     p.add_argument("--report", choices=("json", "text"), default="text", help="report format (default text)")
+    p.add_argument("--screenshot", metavar="PATH", help="save the last frame as a PNG (headless: one offscreen "
+                   "EGL frame after stepping; needs a GL renderer plugin)")
     return p
 
 
@@ -51,8 +58,17 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
     else:
         if not args.headless:
             print("loom: no window plugin added; running headless", file=sys.stderr)
-        app.step(args.frames)
+        screenshot = getattr(args, "screenshot", None)
+        if screenshot:
+            from engine.window import FrameCapture
+            capture = app.resources.get(FrameCapture)
+            if capture is None:
+                raise SystemExit("loom: --screenshot needs a GL renderer: add systems.render_gl.GLRenderPlugin() "
+                                 "to the game")
+        app.step(HEADLESS_FRAMES if args.frames is None else args.frames)
         report = app.report()
+        if screenshot:
+            capture.save(app, screenshot)
     print_report(report, args.report)
     return report
 

@@ -11,9 +11,12 @@ from engine import App, PluginGroup, Stage
 from systems import constraints, environment, guard, integration, pins, pymunk_bridge, self_collision
 from systems.implicit import ImplicitPlugin
 from systems.mass_spring import MassSpringPlugin
+from systems.picking import PickingPlugin
 from systems.report import cloth_report
 from systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
+from systems.tearing import TearingPlugin
 from systems.verlet import VerletPlugin
+from systems.wind import WindPlugin
 
 
 class ClothPlugin:
@@ -71,8 +74,9 @@ class PymunkPlugin:
     """pymunk bodies (RigidBody2D) as colliders, with impulses back to the bodies."""
 
     def build(self, app: App) -> None:
-        app.add_system(pymunk_bridge.sync_bodies, Stage.PRE_STEP, in_set=ClothSet.FORCES,
-                       before=environment.gather_colliders.__name__)
+        # before the pins read a body's Transform (a cape rides on it) and before colliders are packed
+        app.add_system(pymunk_bridge.sync_bodies, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS,
+                       before=pins.prepare_pins.__name__)
         app.add_system(pymunk_bridge.collect_impulses, Stage.POST_STEP, in_set=ClothSet.GUARD)
 
 
@@ -86,7 +90,8 @@ class GuardPlugin:
 
 DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin,
                              SelfCollisionPlugin, PymunkPlugin, GuardPlugin, VerletPlugin, MassSpringPlugin,
-                             ImplicitPlugin)
+                             ImplicitPlugin,
+                             WindPlugin, PickingPlugin, TearingPlugin)
 """The standard pipeline; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out."""
 
 __all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "EnvironmentPlugin", "GuardPlugin",

@@ -6,7 +6,9 @@ nlerp) to the substep's start and end, and for every free particle, in the colli
 
 1. continuous collision (fast particles): march the particle's substep path, from x_prev in the
    start pose to x in the end pose, by conservative advancement on the shape's signed distance; if
-   it reaches the surface margin, x stops there, so nothing tunnels through a thin box;
+   it reaches the surface margin, the rest of its path continues along the surface (its part into
+   the surface removed), so nothing tunnels through a thin box and nothing snags on one. A path
+   that starts on the margin counts only if it heads into the surface;
 2. contact: a particle closer than ``reach`` = cloth thickness + collider thickness is set back
    along the outward normal n by the penetration depth (Fuhrmann 2003 eq. 18: r_n = n·(t − d));
 3. friction on the slip relative to the surface: d = (x − x_prev) − (surface point's motion over
@@ -92,13 +94,6 @@ def gather_colliders(app: App, dt: float) -> None:
         packed.mesh_arrays = _pack_meshes(meshes)
     packed.impulse = np.zeros((k, 3))
     packed.impulse_point = np.zeros((k, 4))
-    rot = np.array([_matrix(q) for q in pose1[:, :4]]).reshape(k, 3, 3)
-    spheres = kind == SPHERE
-    packed.spheres = np.column_stack([pose1[spheres, 4:], params[spheres, 0] + margin[spheres], friction[spheres],
-                                      np.zeros(int(spheres.sum()))]).reshape(-1, 6)
-    planes = kind == PLANE
-    normals = np.einsum("kij,kj->ki", rot[planes], params[planes, :3]) if planes.any() else np.zeros((0, 3))
-    packed.planes = np.column_stack([pose1[planes, 4:], normals, margin[planes], friction[planes]]).reshape(-1, 8)
 
 
 def collide_environment(app: App, h: float) -> None:
@@ -224,7 +219,9 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
                     span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
                     if span > reach:                     # fast: sweep the path by conservative advancement
                         sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
-                        if sd[0] > 0.0:                  # it started outside the shape itself
+                        heading = sd[1] * (lx - sx) + sd[2] * (ly - sy) + sd[3] * (lz - sz)
+                        # it started outside the shape itself, and not on the margin moving away
+                        if sd[0] > 0.0 and (sd[0] - reach > 1e-9 or heading < 0.0):
                             t = 0.0
                             for _ in range(CCD_STEPS):
                                 gap = sd[0] - reach
@@ -235,8 +232,17 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
                                     break
                                 sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
                                      sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz), sd)
-                            if t < 1.0:
-                                lx, ly, lz = sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz)
+                            if t < 1.0:                  # hit: keep the rest of the path, minus its
+                                hx = sx + t * (lx - sx)      # component into the surface (slide along it)
+                                hy = sy + t * (ly - sy)
+                                hz = sz + t * (lz - sz)
+                                rx, ry, rz = lx - hx, ly - hy, lz - hz
+                                into = rx * sd[1] + ry * sd[2] + rz * sd[3]
+                                if into < 0.0:
+                                    rx -= into * sd[1]
+                                    ry -= into * sd[2]
+                                    rz -= into * sd[3]
+                                lx, ly, lz = hx + rx, hy + ry, hz + rz
                                 swept = True
                         sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
                 if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it

@@ -12,6 +12,12 @@ laid out once per topology and refilled each step (§2.3, systems/block_sparse.p
 contacts enter as the filter S, z and y solved by the modified PCG (§5, §6, systems/implicit_constraints.py),
 the contact forces read from the residual release contacts and drive Coulomb friction (§5.4).
 
+Contacts use every shape of the ColliderSet (systems/shapes.py signed distances) at each collider's
+end-of-step pose (pose1) for the whole fixed step; a moving collider's velocity is ignored for now
+(no surface velocity in z or friction). The momentum the contacts exchange with each collider over the
+accepted sub-steps is accumulated into ``ColliderSet.impulse`` / ``impulse_point`` (minus the constraint
+and friction impulses the particles received, §5.4), so two-way rigid bodies feel implicit cloth.
+
 Adaptive steps (§7): after each step the stretch of every triangle (eq. 10, per unit area) is compared
 with its value before; if any changed by more than ``ImplicitSettings.max_stretch_change`` the step is
 discarded and retried at half the size (also when it is not finite, even with ``adaptive`` off). After
@@ -34,8 +40,8 @@ import numpy as np
 from components import Cloth, ColliderSet, Gravity, ImplicitSettings, Pin
 from engine import App, Stage
 from systems.block_sparse import BlockPattern, build_pattern, modified_pcg, multiply_add, residual
-from systems.implicit_constraints import (apply_friction, build_filter, detect_contacts, finish_step,
-                                          pin_targets, update_contacts)
+from systems.implicit_constraints import (apply_friction, build_filter, collider_frames, collider_impulses,
+                                          detect_contacts, finish_step, pin_targets, update_contacts)
 from systems.implicit_forces import assemble, bend_u_fraction, rest_frames, stretch_change
 from systems.sets import ClothSet
 
@@ -84,6 +90,8 @@ class ImplicitWorkspace:
          self.nrm, self.x0, self.v0, self.x_new, self.v_new, self.target, self.end,
          self.normal, self.impulse) = (np.zeros((n, 3)) for _ in range(21))
         self.kind = np.zeros(n, np.int8)
+        self.collider = np.full(n, -1, np.int32)
+        """ColliderSet row of each particle's contact (meaningful where mode != NONE)."""
         self.mode = np.zeros(n, np.int8)
         self.mode_saved = np.zeros(n, np.int8)
         self.depth = np.zeros(n)
@@ -131,8 +139,7 @@ def step_implicit(app: App, dt: float) -> None:
     """Advance every implicit cloth over the fixed step dt [s] (backward Euler, §3–7)."""
     spaces = app.resources.get(ImplicitWorkspaces) or app.insert_resource(ImplicitWorkspaces())
     packed = app.resources.get(ColliderSet)
-    spheres = packed.spheres if packed is not None else np.zeros((0, 6))
-    planes = packed.planes if packed is not None else np.zeros((0, 8))
+    colliders, pushed, pushed_point = _collider_table(packed)
     gravity = app.resource(Gravity).acceleration
     pins = {entity: pin for entity, _, pin in app.query(Cloth, Pin)}
     stepped = []
@@ -140,7 +147,7 @@ def step_implicit(app: App, dt: float) -> None:
         if cloth.model != "implicit":
             continue
         ws = spaces.for_cloth(entity, cloth)
-        _advance(cloth, ws, pins.get(entity), gravity, spheres, planes, dt)
+        _advance(cloth, ws, pins.get(entity), gravity, colliders, pushed, pushed_point, dt)
         stepped.append(entity)
     if spaces.by_entity.keys() != set(stepped):           # forget despawned or re-modelled cloths
         spaces.by_entity = {entity: spaces.by_entity[entity] for entity in stepped}
@@ -170,8 +177,25 @@ class ImplicitPlugin:
 
 
 # --- stepping (per fixed step and per sub-step: Python calls kernels, never loops over particles) -------
-def _advance(cloth: Cloth, ws: ImplicitWorkspace, pin: Pin | None, gravity: np.ndarray,
-             spheres: np.ndarray, planes: np.ndarray, dt: float) -> None:
+def _collider_table(packed: ColliderSet | None) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The kernels' ``colliders`` tuple (implicit_constraints' docstring) with end-of-step frames, and the
+    ColliderSet's impulse (k, 3) and impulse_point (k, 4) to accumulate into (scratch when there is none)."""
+    if packed is None or packed.count == 0 or packed.mesh_arrays is None:
+        empty = ColliderSet()
+        mesh_arrays = (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
+                       np.zeros(0, np.int32))
+        return ((empty.kind, empty.params, empty.margin, empty.friction, np.zeros((0, 3, 3)), np.zeros((0, 3)),
+                 empty.polygons, empty.mesh, *mesh_arrays), empty.impulse, empty.impulse_point)
+    k = packed.count
+    rot = np.empty((k, 3, 3))
+    pos = np.empty((k, 3))
+    collider_frames(packed.pose0, packed.pose1, rot, pos)
+    return ((packed.kind, packed.params, packed.margin, packed.friction, rot, pos, packed.polygons, packed.mesh,
+             *packed.mesh_arrays), packed.impulse, packed.impulse_point)
+
+
+def _advance(cloth: Cloth, ws: ImplicitWorkspace, pin: Pin | None, gravity: np.ndarray, colliders: tuple,
+             pushed: np.ndarray, pushed_point: np.ndarray, dt: float) -> None:
     """Take sub-steps of dt/2^level until dt is covered, halving on rejection and growing back (§7)."""
     settings: ImplicitSettings = cloth.settings
     np.copyto(cloth.x_prev, cloth.x)
@@ -187,7 +211,7 @@ def _advance(cloth: Cloth, ws: ImplicitWorkspace, pin: Pin | None, gravity: np.n
     while done < total:
         span = min(total >> level, total - done)
         h = dt * span / total
-        accepted = _substep(cloth, ws, settings, spheres, planes, h, span / (total - done),
+        accepted = _substep(cloth, ws, settings, colliders, pushed, pushed_point, h, span / (total - done),
                             check=settings.adaptive and level < MAX_LEVEL, last=level == MAX_LEVEL)
         if accepted:
             done += span
@@ -211,9 +235,13 @@ def _advance(cloth: Cloth, ws: ImplicitWorkspace, pin: Pin | None, gravity: np.n
         ws.level = level
 
 
-def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, spheres: np.ndarray, planes: np.ndarray,
-             h: float, fraction: float, *, check: bool, last: bool) -> bool:
+def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, colliders: tuple, pushed: np.ndarray,
+             pushed_point: np.ndarray, h: float, fraction: float, *, check: bool, last: bool) -> bool:
     """One backward Euler step of h [s] from cloth.x, cloth.v; writes them and returns True if accepted.
+
+    An accepted step adds the momentum its contacts took from each collider to pushed (k, 3) [N·s] and
+    pushed_point (k, 4) (ColliderSet.impulse, impulse_point); a rejected step, or one held still at the
+    last level, adds nothing.
 
     fraction: the part of the fixed step's remaining time this step covers (pins move that far).
     check: apply §7's stretch test. A non-finite result is always refused; at the last level (``last``)
@@ -225,8 +253,8 @@ def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, spheres: 
     np.copyto(ws.mode_saved, ws.mode)
     np.copyto(ws.force_saved, ws.force)
     ws.impulse.fill(0.0)
-    detect_contacts(spheres, planes, m.thickness, m.friction, CONTACT_KEEP_FRACTION * m.thickness, cloth.inv_mass,
-                    ws.x0, ws.mode, ws.normal, ws.depth, ws.mu, ws.locked)
+    detect_contacts(colliders, m.thickness, m.friction, CONTACT_KEEP_FRACTION * m.thickness, cloth.inv_mass,
+                    ws.x0, ws.mode, ws.collider, ws.normal, ws.depth, ws.mu, ws.locked)
     pin_targets(ws.x0, ws.end, fraction, cloth.inv_mass, ws.target)
     assemble(ws.x0, ws.v0, cloth.mass, m.damping, ws.gravity, cloth.force,
              ws.triangles, ws.weight_u, ws.weight_v, ws.area, ws.quads, cloth.bend_rest_angle, ws.bend_frac,
@@ -254,9 +282,9 @@ def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, spheres: 
         residual(p.indptr, p.indices, ws.A, ws.dv, ws.b, ws.e)                 # constraint impulses (§5.4)
         if attempt == CONTACT_PASSES - 1:
             break
-        if update_contacts(ws.e, ws.x0, ws.v0, ws.dv, h, spheres, planes, m.thickness, m.friction,
+        if update_contacts(ws.e, ws.x0, ws.v0, ws.dv, h, colliders, m.thickness, m.friction,
                            cloth.inv_mass, p.diag, attempt < CONTACT_PASSES - 2,
-                           ws.mode, ws.normal, ws.depth, ws.mu, ws.locked, ws.friction,
+                           ws.mode, ws.collider, ws.normal, ws.depth, ws.mu, ws.locked, ws.friction,
                            ws.A, ws.b0, ws.impulse) == 0:
             break
         build_filter(cloth.inv_mass, ws.target, ws.mode, ws.normal, ws.depth, ws.x0, ws.v0, h,
@@ -274,6 +302,8 @@ def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, spheres: 
             np.copyto(ws.mode, ws.mode_saved)
             np.copyto(ws.force, ws.force_saved)
             return False
+    collider_impulses(ws.mode, ws.collider, ws.normal, ws.e, ws.impulse, ws.friction, ws.x_new, ws.v_new, h,
+                      pushed, pushed_point)
     np.copyto(cloth.x, ws.x_new)
     np.copyto(cloth.v, ws.v_new)
     return True

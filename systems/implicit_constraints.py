@@ -4,11 +4,17 @@
   velocity change is z_i = (target − x_i)/h − v_i, so it arrives at its pin target at the end of the
   (sub)step (and is then placed exactly there); a particle fixed for good (no pin) has target x_i,
   i.e. z_i = −v_i: it stays.
-- Contacts with the ColliderSet's spheres and planes (§5, §6): a sliding contact constrains one
-  direction, S_i = I − n·nᵀ with z_i = −(n·v_i)·n (no normal velocity after the step); a sticking one
+- Contacts with every collider of the ColliderSet (§5, §6): planes, spheres, capsules, cylinders,
+  boxes, prisms and triangle meshes, through the signed distances of systems/shapes.py in each
+  collider's local frame, at its END-of-step pose (``collider_frames``). A sliding contact constrains
+  one direction, S_i = I − n·nᵀ with z_i = −(n·v_i)·n (no normal velocity after the step); a sticking one
   all three, z_i = −v_i. Both get the position alteration y_i = depth·n (§6.2, eq. 17), which puts the
-  particle at exactly ``thickness`` from the surface at the end of the step with no velocity jump
-  (depth > 0: out of a penetration; depth < 0: down onto the surface it touches or is landing on).
+  particle at exactly ``reach`` = cloth thickness + collider thickness from the surface at the end of the
+  step with no velocity jump (depth > 0: out of a penetration; depth < 0: down onto the surface it
+  touches or is landing on); exact for flat faces, on or outside the surface for convex shapes.
+  The collider's own velocity is ignored for now: contacts and friction act as if every collider were
+  at rest where it ends the step (a moving collider sweeps cloth along only through y, and friction does
+  not carry cloth riding on a moving platform, unlike systems/environment.py).
 - Contact forces (§5.4): after a solve the residual e = A·Δv − b at a constrained particle is the
   impulse its constraint supplied. A contact whose normal impulse pulls toward the surface (n·e < 0)
   is released; a sticking contact whose tangential impulse exceeds μ·(n·e) slides (Coulomb), and the
@@ -19,16 +25,25 @@
 - Contact initiation: particles touching or inside a collider at the start of the step (§6.1), plus
   any free particle the solved step would carry inside one: it becomes a contact landing on the surface
   (y < 0) and the step is solved again, so steps end on, never in, a collider.
-One contact per particle: the deepest collider's. Friction acts between the step's solves and its
-pass count is bounded (systems/implicit.CONTACT_PASSES).
+- Two-way coupling: the momentum each accepted step's contacts took from their colliders is added,
+  negated, to ``ColliderSet.impulse`` and ``impulse_point`` (``collider_impulses``), as the environment
+  system does for the other models, so pymunk bodies feel implicit cloth.
+One contact per particle: the deepest collider's (``collider`` (n,) int32 keeps its row). Friction acts
+between the step's solves and its pass count is bounded (systems/implicit.CONTACT_PASSES).
+
+Colliders reach the kernels as one tuple, ``colliders`` = (kind, params, margin, friction, rot, pos,
+polygons, mesh, mv, mt, minfo, mcell, mcelltri): the ColliderSet's table and mesh arrays with rot
+(k, 3, 3) and pos (k, 3) [m] the end-of-step frames.
 """
 from __future__ import annotations
 
 import math
 
 import numba
+import numpy as np
 
 from systems.block_sparse import FIXED, FREE, NORMAL
+from systems.shapes import pose, sdf
 
 NONE, SLIDE, STICK = 0, 1, 2
 """Contact modes of a particle (``mode`` (n,) int8)."""
@@ -38,56 +53,73 @@ TOUCH = 1e-9
 
 
 @numba.njit(cache=True)
-def _deepest(spheres, planes, thickness, px, py, pz):
-    """Deepest collider at point p: (depth = reach − distance [m], nx, ny, nz, friction, found)."""
-    best = -math.inf
-    bx, by, bz, bmu = 0.0, 1.0, 0.0, 0.0
-    for s in range(spheres.shape[0]):
-        dx = px - spheres[s, 0]
-        dy = py - spheres[s, 1]
-        dz = pz - spheres[s, 2]
-        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-        depth = spheres[s, 3] + thickness - dist
-        if depth > best:
-            best = depth
-            bmu = spheres[s, 4]
-            if dist < 1e-12:                           # at the centre: leave upwards
-                bx, by, bz = 0.0, 1.0, 0.0
-            else:
-                bx, by, bz = dx / dist, dy / dist, dz / dist
-    for q in range(planes.shape[0]):
-        nx, ny, nz = planes[q, 3], planes[q, 4], planes[q, 5]
-        side = (px - planes[q, 0]) * nx + (py - planes[q, 1]) * ny + (pz - planes[q, 2]) * nz
-        depth = planes[q, 6] + thickness - side
-        if depth > best:
-            best = depth
-            bx, by, bz, bmu = nx, ny, nz, planes[q, 7]
-    return best, bx, by, bz, bmu
+def collider_frames(pose0, pose1, rot, pos):
+    """Write every collider's end-of-step rotation rot (k, 3, 3) and position pos (k, 3) [m] (pose at 1)."""
+    for c in range(pose1.shape[0]):
+        pose(pose0, pose1, c, 1.0, rot[c], pos[c])
 
 
 @numba.njit(cache=True)
-def detect_contacts(spheres, planes, thickness, friction, keep, inv_mass, x, mode, normal, depth, mu, locked):
+def _distance(colliders, c, px, py, pz, sd):
+    """Signed distance [m] from world point p to collider c's surface and its outward world normal.
+
+    World → local with the end-of-step frame, systems.shapes.sdf there, normal back to world (as
+    systems/environment.py's _collide). sd (4,) is scratch. Returns (distance, nx, ny, nz)."""
+    kind, params, margin, friction, rot, pos, polygons, mesh, mv, mt, minfo, mcell, mcelltri = colliders
+    r = rot[c]
+    dx, dy, dz = px - pos[c, 0], py - pos[c, 1], pz - pos[c, 2]
+    lx = r[0, 0] * dx + r[1, 0] * dy + r[2, 0] * dz
+    ly = r[0, 1] * dx + r[1, 1] * dy + r[2, 1] * dz
+    lz = r[0, 2] * dx + r[1, 2] * dy + r[2, 2] * dz
+    sdf(kind, params, c, polygons, mesh, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+    nx = r[0, 0] * sd[1] + r[0, 1] * sd[2] + r[0, 2] * sd[3]
+    ny = r[1, 0] * sd[1] + r[1, 1] * sd[2] + r[1, 2] * sd[3]
+    nz = r[2, 0] * sd[1] + r[2, 1] * sd[2] + r[2, 2] * sd[3]
+    return sd[0], nx, ny, nz
+
+
+@numba.njit(cache=True)
+def _deepest(colliders, thickness, px, py, pz, sd):
+    """Deepest collider at world point p: (depth = reach − distance [m], nx, ny, nz, row; −1 if none).
+
+    reach = thickness + the collider's margin; depth −inf with no collider."""
+    margin = colliders[2]
+    best = -math.inf
+    bx, by, bz, row = 0.0, 1.0, 0.0, -1
+    for c in range(margin.shape[0]):
+        d, nx, ny, nz = _distance(colliders, c, px, py, pz, sd)
+        depth = thickness + margin[c] - d
+        if depth > best:
+            best, bx, by, bz, row = depth, nx, ny, nz, c
+    return best, bx, by, bz, row
+
+
+@numba.njit(cache=True)
+def detect_contacts(colliders, thickness, friction, keep, inv_mass, x, mode, collider, normal, depth, mu, locked):
     """Start-of-step contacts (§6.1): touching or penetrating particles, and kept contacts within ``keep``.
 
-    spheres (s, 6), planes (p, 8) as in ColliderSet; thickness [m] and friction [-] of the cloth; keep [m]:
-    an existing contact stays while its particle is within reach + keep (the force test releases it);
-    inv_mass (n,); x (n, 3) [m]. Updates mode (n,) int8 and writes normal (n, 3), depth (n,) [m],
-    mu (n,) [-]; clears locked (n,) bool."""
+    colliders as in the module docstring; thickness [m] and friction [-] of the cloth; keep [m]: an
+    existing contact stays while its particle is within reach + keep (the force test releases it);
+    inv_mass (n,); x (n, 3) [m]. Updates mode (n,) int8 and writes collider (n,) int32, normal (n, 3),
+    depth (n,) [m], mu (n,) [-]; clears locked (n,) bool."""
+    sd = np.empty(4)
+    mixed = colliders[3]
     for p in range(x.shape[0]):
         locked[p] = False
         if inv_mass[p] == 0.0:
             mode[p] = NONE
             continue
-        d, nx, ny, nz, m = _deepest(spheres, planes, thickness, x[p, 0], x[p, 1], x[p, 2])
+        d, nx, ny, nz, c = _deepest(colliders, thickness, x[p, 0], x[p, 1], x[p, 2], sd)
         limit = -keep if mode[p] != NONE else -TOUCH
-        if d > limit:
+        if c >= 0 and d > limit:
             if mode[p] == NONE:
                 mode[p] = SLIDE
+            collider[p] = c
             normal[p, 0] = nx
             normal[p, 1] = ny
             normal[p, 2] = nz
             depth[p] = d
-            mu[p] = math.sqrt(friction * m)
+            mu[p] = math.sqrt(friction * mixed[c])
         else:
             mode[p] = NONE
 
@@ -173,8 +205,8 @@ def _add_tangent_damping(A, slot, nx, ny, nz, scale):
 
 
 @numba.njit(cache=True)
-def update_contacts(e, x, v, dv, h, spheres, planes, thickness, friction_cloth, inv_mass, diag, release,
-                    mode, normal, depth, mu, locked, friction, A, b0, impulse):
+def update_contacts(e, x, v, dv, h, colliders, thickness, friction_cloth, inv_mass, diag, release,
+                    mode, collider, normal, depth, mu, locked, friction, A, b0, impulse):
     """Revise the contact set after a solve (§5.4, §6.1); return how many particles changed.
 
     e (n, 3) = A·Δv − b [N·s]; x, v (n, 3) at the start of the step; dv (n, 3) the solved Δv; h [s];
@@ -184,7 +216,10 @@ def update_contacts(e, x, v, dv, h, spheres, planes, thickness, friction_cloth, 
     - a sticking contact whose tangential impulse e_t exceeds μ·(n·e) slides, with the kinetic friction
       impulse μ·(n·e) along e_t (opposing the slip it starts) added to ``impulse`` (n, 3), a term of b;
     - a free particle the step would carry inside a collider becomes a locked sliding contact, normal
-      and depth measured at x so its y lands it on the surface (frictionless for this step)."""
+      and depth measured at x so its y lands it on the surface (frictionless for this step); its
+      collider (n,) int32 row is written."""
+    sd = np.empty(4)
+    mixed = colliders[3]
     changed = 0
     for p in range(x.shape[0]):
         if inv_mass[p] == 0.0:
@@ -223,53 +258,21 @@ def update_contacts(e, x, v, dv, h, spheres, planes, thickness, friction_cloth, 
         px = x[p, 0] + h * (v[p, 0] + dv[p, 0])
         py = x[p, 1] + h * (v[p, 1] + dv[p, 1])
         pz = x[p, 2] + h * (v[p, 2] + dv[p, 2])
-        d, nx, ny, nz, m = _deepest(spheres, planes, thickness, px, py, pz)
-        if d <= 0.0:
+        d, nx, ny, nz, c = _deepest(colliders, thickness, px, py, pz, sd)
+        if c < 0 or d <= 0.0:
             continue
         # the collider it ends in: normal and depth at the start position, where y is measured
-        d0, nx, ny, nz, m = _depth_at(spheres, planes, thickness, px, py, pz, x[p, 0], x[p, 1], x[p, 2])
+        dist, nx, ny, nz = _distance(colliders, c, x[p, 0], x[p, 1], x[p, 2], sd)
         mode[p] = SLIDE
         locked[p] = True
+        collider[p] = c
         normal[p, 0] = nx
         normal[p, 1] = ny
         normal[p, 2] = nz
-        depth[p] = d0
-        mu[p] = math.sqrt(friction_cloth * m)
+        depth[p] = thickness + colliders[2][c] - dist
+        mu[p] = math.sqrt(friction_cloth * mixed[c])
         changed += 1
     return changed
-
-
-@numba.njit(cache=True)
-def _depth_at(spheres, planes, thickness, px, py, pz, sx, sy, sz):
-    """Depth [m] and normal at start point s of the collider deepest at end point p (found again by p)."""
-    best = -math.inf
-    kind = -1
-    index = -1
-    for s in range(spheres.shape[0]):
-        dx = px - spheres[s, 0]
-        dy = py - spheres[s, 1]
-        dz = pz - spheres[s, 2]
-        depth = spheres[s, 3] + thickness - math.sqrt(dx * dx + dy * dy + dz * dz)
-        if depth > best:
-            best, kind, index = depth, 0, s
-    for q in range(planes.shape[0]):
-        side = ((px - planes[q, 0]) * planes[q, 3] + (py - planes[q, 1]) * planes[q, 4]
-                + (pz - planes[q, 2]) * planes[q, 5])
-        depth = planes[q, 6] + thickness - side
-        if depth > best:
-            best, kind, index = depth, 1, q
-    if kind == 0:
-        dx = sx - spheres[index, 0]
-        dy = sy - spheres[index, 1]
-        dz = sz - spheres[index, 2]
-        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if dist < 1e-12:
-            return spheres[index, 3] + thickness, 0.0, 1.0, 0.0, spheres[index, 4]
-        return spheres[index, 3] + thickness - dist, dx / dist, dy / dist, dz / dist, spheres[index, 4]
-    q = index
-    nx, ny, nz = planes[q, 3], planes[q, 4], planes[q, 5]
-    side = (sx - planes[q, 0]) * nx + (sy - planes[q, 1]) * ny + (sz - planes[q, 2]) * nz
-    return planes[q, 6] + thickness - side, nx, ny, nz, planes[q, 7]
 
 
 @numba.njit(cache=True)
@@ -298,3 +301,47 @@ def finish_step(x, v, dv, y, e, h, inv_mass, target, mode, normal, x_new, v_new,
             if not (math.isfinite(x_new[p, c]) and math.isfinite(v_new[p, c])):
                 finite = False
     return finite
+
+
+@numba.njit(cache=True)
+def collider_impulses(mode, collider, normal, e, impulse, friction, x_new, v_new, h, out, out_point):
+    """Add, negated, the momentum each contact gave its particle over an accepted step to its collider.
+
+    The momentum a contact gave particle p [N·s] (§5.4): its constraint impulse from the residual
+    e (n, 3) = A·Δv − b — the normal part (n·e)·n of a sliding contact (the rest is CG error), all of e
+    for a sticking one (static friction included) — plus kinetic friction: ``impulse`` (n, 3), the
+    Coulomb impulse of a contact that started sliding in this step, and −h·c·v_t of one that slid from
+    the start (c = friction (n,) [N·s/m], taken implicitly, so at the new velocity v_new (n, 3)). The
+    collider receives minus that (Newton's third law), so a sheet resting on it pushes it with its weight
+    per unit time. The residual is used rather than m·Δv, which is the whole momentum change (gravity,
+    the cloth's own forces) and is zero for cloth at rest. An attractive n·e left by the last solve is
+    passed on as it acted; the position alteration y moves particles without momentum and is not.
+    Accumulates out (k, 3) [N·s] and out_point (k, 4) (Σ|J|·x_new [N·s·m], Σ|J| [N·s]) as
+    systems/environment.py does."""
+    for p in range(mode.shape[0]):
+        if mode[p] == NONE:
+            continue
+        c = collider[p]
+        nx, ny, nz = normal[p, 0], normal[p, 1], normal[p, 2]
+        if mode[p] == STICK:
+            jx, jy, jz = e[p, 0], e[p, 1], e[p, 2]
+        else:
+            en = e[p, 0] * nx + e[p, 1] * ny + e[p, 2] * nz
+            jx, jy, jz = en * nx, en * ny, en * nz
+            jx += impulse[p, 0]
+            jy += impulse[p, 1]
+            jz += impulse[p, 2]
+            if friction[p] > 0.0:
+                vn = v_new[p, 0] * nx + v_new[p, 1] * ny + v_new[p, 2] * nz
+                k = h * friction[p]
+                jx -= k * (v_new[p, 0] - vn * nx)
+                jy -= k * (v_new[p, 1] - vn * ny)
+                jz -= k * (v_new[p, 2] - vn * nz)
+        jn = math.sqrt(jx * jx + jy * jy + jz * jz)
+        out[c, 0] -= jx
+        out[c, 1] -= jy
+        out[c, 2] -= jz
+        out_point[c, 0] += jn * x_new[p, 0]
+        out_point[c, 1] += jn * x_new[p, 1]
+        out_point[c, 2] += jn * x_new[p, 2]
+        out_point[c, 3] += jn

@@ -3,7 +3,8 @@
 PRE_STEP (before colliders are gathered): apply the impulses cloth gave each RigidBody2D in the
 last step, step the Space2D (if Loom owns stepping), then set each shape's collider Transform from
 its body's position and angle — so the cloth sees the body move from where it was to where it is
-now across the step's substeps. POST_STEP: read the momentum the cloth contacts pushed into each
+now across the step's substeps. A Transform on the RigidBody2D's own entity follows the body too,
+so pins can ride on it (a cape on a hero). POST_STEP: read the momentum the cloth contacts pushed into each
 shape (``ColliderSet.impulse``, accumulated by the environment system) and queue it on the body.
 """
 from __future__ import annotations
@@ -32,8 +33,13 @@ def sync_bodies(app: App, dt: float) -> None:
     space = app.resources.get(Space2D)
     if space is not None and space.step:
         space.space.step(dt)
-    for _, rigid in app.query(RigidBody2D):
+    for entity, rigid in app.query(RigidBody2D):
         body = rigid.body
+        own = app.try_get(entity, Transform)
+        if own is not None:                          # the body's own Transform: carries pins (a cape)
+            own.position[:] = (body.position.x / rigid.scale, body.position.y / rigid.scale, rigid.z)
+            c, s = math.cos(body.angle), math.sin(body.angle)
+            own.rotation[:] = ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
         for entity, shape in zip(rigid.shape_entities, _shapes(body)):
             transform = app.get(entity, Transform)
             centre, angle = _shape_pose(rigid, shape)

@@ -44,7 +44,7 @@ class SelfCollisionBuffers:
     """Scratch of the self-collision system (resource): the packed particles of every colliding cloth."""
 
     def __init__(self) -> None:
-        self.key: tuple[int, ...] = ()
+        self.key: tuple[tuple[int, int], ...] = ()
         self.x = self.x_prev = self.rest = self.out = np.zeros((0, 3))
         self.inv_mass = self.thickness = self.friction = np.zeros(0)
         self.cloth = np.zeros(0, np.int32)
@@ -59,7 +59,7 @@ def collide_self(app: App, h: float) -> None:
     if not clothes:
         return
     buffers = app.insert_resource(SelfCollisionBuffers(), replace=False)
-    key = tuple(id(c) for c in clothes)
+    key = tuple((id(c), c.particle_count) for c in clothes)   # tearing changes the count
     if key != buffers.key:
         _allocate(buffers, clothes)
     offsets = np.cumsum([0] + [c.particle_count for c in clothes])
@@ -86,7 +86,7 @@ def _power_of_two(n: int) -> int:
 def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     """Size the packed arrays for this set of cloths (only when the set changes)."""
     n = sum(c.particle_count for c in clothes)
-    buffers.key = tuple(id(c) for c in clothes)
+    buffers.key = tuple((id(c), c.particle_count) for c in clothes)
     buffers.x = np.zeros((n, 3))
     buffers.x_prev = np.zeros((n, 3))
     buffers.out = np.zeros((n, 3))

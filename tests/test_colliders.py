@@ -132,3 +132,21 @@ def test_shapes_reject_bad_sizes():
         Prism([[0, 0], [1, 0], [0.2, 0.2], [0, 1]])
     with pytest.raises(ValueError, match=r"TriangleMesh\.triangles\[0\] = \[0, 1, 5\]: out of range"):
         TriangleMesh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 5]])
+
+
+def test_particle_resting_on_a_box_can_be_pulled_off_it_fast(make_app):
+    # regression: the swept test used to stop a particle leaving the surface margin at t = 0
+    app = make_app()
+    app.spawn(Collider(Box((1.0, 0.05, 1.0))), Transform())
+    cloth = Cloth.from_particles([[0.0, 0.05 + THICK, 0.0]], mass=0.01, links=np.zeros((0, 2), np.int32),
+                                 material=ClothMaterial(damping=0.0, thickness=THICK))
+    cloth.v[:] = (8.0, 0.0, 0.0)                                     # 1.7 cm per substep along the top
+    app.spawn(cloth)
+    app.step(6)
+    assert cloth.x[0, 0] > 0.5, f"particle stuck on the box at x = {cloth.x[0, 0]:.3f} m"
+    cloth.v[:] = (0.0, -8.0, 0.0)                                    # and pulled down off the far edge…
+    cloth.x[0] = (1.5, 0.0, 0.0)
+    cloth.x_prev[0] = cloth.x[0]
+    cloth.v[:] = (0.0, 8.0, 0.0)                                     # …up past the side: no snag
+    app.step(6)
+    assert cloth.x[0, 1] > 0.4, f"particle snagged at y = {cloth.x[0, 1]:.3f} m"

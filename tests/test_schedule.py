@@ -284,7 +284,7 @@ def test_default_pipeline_runs_in_the_documented_set_order(new_app):
         positions = [order.index(n) for n in names]
         assert positions == sorted(positions), f"{stage.name}: {order}"
 
-    in_order(Stage.PRE_STEP, ["save_state", "prepare_pins", "refresh_tethers", "sync_bodies", "gather_colliders",
+    in_order(Stage.PRE_STEP, ["save_state", "sync_bodies", "prepare_pins", "refresh_tethers", "gather_colliders",
                               "step_implicit"])
     in_order(Stage.SUBSTEP, ["predict_positions", "pin_particles", "solve_constraints", "collide_environment",
                              "collide_self", "update_velocities"])

@@ -1,0 +1,180 @@
+"""Render data: how a cloth looks (``ClothStyle``), how the scene is drawn (``RenderSettings``), and what the
+player did this frame (``InputState``).
+
+Plain data, validated on construction; the renderers (systems/render_gl.py, systems/render_soft.py) and the
+window loop (systems/window_runner.py) read and write it. Colours are linear RGB in [0, 1]. A cloth with no
+ClothStyle is drawn with ``ClothStyle()``; an App with no RenderSettings with ``RenderSettings()``.
+
+Views (``RenderSettings.view``), after Fisher's "Rendering" notes (seeds/fisher-cloth-notes.txt):
+
+    shaded      two-sided Lambert lighting, front_color / back_color, optional texture on rest UVs
+    normals     RGB = normal · 0.5 + 0.5 (Fisher's "normal xyz to vertex RGB" scheme: a +z sheet is
+                (0.5, 0.5, 1), a +y sheet (0.5, 1, 0.5); inter-penetration shows as a colour jump)
+    wireframe   the (subdivided) triangles as lines
+    strain      per-vertex link strain as a heatmap: stretch red, compression blue, rest white
+    particles   the simulated particles as points (pinned ones highlighted), no surface
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from components._validate import choice, floats, integer, real, show
+
+VIEWS = ("shaded", "normals", "wireframe", "strain", "particles")
+"""Debug views ``RenderSettings.view`` may select, in the order the V key cycles them."""
+TEXTURES = ("checker",)
+"""Named procedural textures ``ClothStyle.texture`` may select (besides None and an image array)."""
+
+
+def _color(owner: str, name: str, value: Any) -> np.ndarray:
+    """Return ``value`` as an RGB float64 (3,) array in [0, 1]."""
+    rgb = floats(owner, name, value, (3,))
+    bad = np.flatnonzero((rgb < 0.0) | (rgb > 1.0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{owner}.{name}[{k}] = {show(rgb[k])}: colour channels are in [0, 1] (linear RGB)")
+    return rgb
+
+
+@dataclass(eq=False)
+class ClothStyle:
+    """How one cloth entity is drawn: colours of its two sides, texture, smoothing and visibility.
+
+    Add it to the cloth's entity (``app.spawn(cloth, pin, ClothStyle(front_color=(0.2, 0.4, 0.9)))``);
+    change fields at any time (a new texture array is uploaded on the next frame)."""
+
+    front_color: Any = (0.85, 0.27, 0.22)
+    """RGB in [0, 1] of the front side (where cross(p1 − p0, p2 − p0) points), (3,)."""
+    back_color: Any = (0.22, 0.42, 0.85)
+    """RGB in [0, 1] of the back side, (3,)."""
+    texture: Any = "checker"
+    """"checker" (squares of ``checker_scale`` metres of rest UV), None (plain colours), or an image
+    (h, w, 3) uint8, row 0 at the top, stretched over the cloth's rest-UV bounding box. The texture
+    multiplies the side colour, so the two sides stay distinguishable."""
+    checker_scale: float = 0.1
+    """Side of one checker square [m] of rest material coordinates (``Cloth.rest_uv``)."""
+    subdivision: int = 1
+    """Loop subdivision levels drawn, 0–2 (Fisher "Rendering": one level already looks smooth on a 20×20
+    grid; each level quadruples the triangles). Drawing only: the simulation is untouched."""
+    visible: bool = True
+    """False hides the cloth (it still simulates)."""
+
+    def __post_init__(self) -> None:
+        o = "ClothStyle"
+        self.front_color = _color(o, "front_color", self.front_color)
+        self.back_color = _color(o, "back_color", self.back_color)
+        if isinstance(self.texture, str) or self.texture is None:
+            if self.texture is not None:
+                choice(o, "texture", self.texture, TEXTURES)
+        else:
+            image = np.asarray(self.texture)
+            if image.ndim != 3 or image.shape[2] != 3 or image.shape[0] < 1 or image.shape[1] < 1:
+                raise ValueError(f"{o}.texture: shape {image.shape}, expected (h, w, 3) uint8, 'checker' or None")
+            if image.dtype != np.uint8:
+                raise ValueError(f"{o}.texture: dtype {image.dtype}, expected uint8 (0–255 per channel)")
+            self.texture = np.ascontiguousarray(image)
+        self.checker_scale = real(o, "checker_scale", self.checker_scale, low=0.0, low_open=True, unit=" [m]")
+        self.subdivision = integer(o, "subdivision", self.subdivision, low=0)
+        if self.subdivision > 2:
+            raise ValueError(f"{o}.subdivision = {self.subdivision}: must be 0, 1 or 2 "
+                             f"(each level quadruples the triangles)")
+        if not isinstance(self.visible, (bool, np.bool_)):
+            raise ValueError(f"{o}.visible = {self.visible!r}: must be True or False")
+        self.visible = bool(self.visible)
+
+
+@dataclass(eq=False)
+class RenderSettings:
+    """App resource: what every renderer draws — the view, colliders, HUD, background and light.
+
+    Insert your own before adding a renderer plugin to change the defaults
+    (``app.insert_resource(RenderSettings(view="normals"))``); the window's keys change it live."""
+
+    view: str = "shaded"
+    """One of ``VIEWS``: shaded, normals, wireframe, strain, particles."""
+    show_colliders: bool = True
+    """Draw the colliders (planes, spheres, capsules, cylinders, boxes, prisms, meshes) in grey."""
+    hud: bool = True
+    """Draw the heads-up text: FPS, particles, sim ms per frame, model, view."""
+    background: Any = (0.11, 0.12, 0.14)
+    """Clear colour, RGB in [0, 1], (3,)."""
+    light_direction: Any = (0.35, 0.8, 0.5)
+    """Direction toward the (directional) light, world space, (3,), normalised on construction; default
+    from above, to the right and in front of the default camera."""
+    ambient: float = 0.3
+    """Light that reaches every surface whatever its orientation, fraction of full [0, 1]."""
+    strain_scale: float = 0.02
+    """Strain [-] shown at full red (stretch) or full blue (compression) in the strain view; 0.02 = 2 %
+    (XPBD cotton hangs at under 1 %: it shows pink where it strains most)."""
+    point_size: float = 5.0
+    """Diameter of a particle in the particles view [px]."""
+
+    def __post_init__(self) -> None:
+        o = "RenderSettings"
+        self.view = choice(o, "view", self.view, VIEWS)
+        for name in ("show_colliders", "hud"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
+            setattr(self, name, bool(value))
+        self.background = _color(o, "background", self.background)
+        light = floats(o, "light_direction", self.light_direction, (3,))
+        norm = float(np.linalg.norm(light))
+        if norm < 1e-12:
+            raise ValueError(f"{o}.light_direction = {light.tolist()}: must be a non-zero vector")
+        self.light_direction = light / norm
+        self.ambient = real(o, "ambient", self.ambient, low=0.0, high=1.0, unit=" (fraction of full light)")
+        self.strain_scale = real(o, "strain_scale", self.strain_scale, low=0.0, low_open=True, unit=" [-]")
+        self.point_size = real(o, "point_size", self.point_size, low=0.0, low_open=True, unit=" [px]")
+
+    def next_view(self) -> str:
+        """Switch to the next view of ``VIEWS`` (wrapping round) and return its name."""
+        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+        return self.view
+
+
+@dataclass(eq=False)
+class InputState:
+    """App resource: this frame's mouse, keys and wheel, filled by the window loop before Stage.INPUT.
+
+    Systems in Stage.INPUT read it (camera orbit, grabbing, blowing) and never see pygame events.
+    Pixel coordinates are pygame's: x right, y down, (0, 0) the top-left corner of the window::
+
+        (0, 0) ───▶ x
+          │
+          ▼ y          (size[0], size[1]) bottom-right
+
+    Buttons are numbered as pygame numbers them: 1 left, 2 middle, 3 right. Keys are pygame key codes
+    (``pygame.K_r``). Headless, it stays at rest (nothing pressed), so INPUT systems do nothing."""
+
+    mouse: tuple[float, float] = (0.0, 0.0)
+    """Pointer position [px] (x right, y down)."""
+    mouse_delta: tuple[float, float] = (0.0, 0.0)
+    """Pointer motion since the previous frame [px]."""
+    buttons: set[int] = field(default_factory=set)
+    """Mouse buttons held down now (1 left, 2 middle, 3 right)."""
+    buttons_pressed: set[int] = field(default_factory=set)
+    """Mouse buttons that went down this frame."""
+    buttons_released: set[int] = field(default_factory=set)
+    """Mouse buttons that went up this frame."""
+    keys: set[int] = field(default_factory=set)
+    """Keys held down now (pygame key codes)."""
+    keys_pressed: set[int] = field(default_factory=set)
+    """Keys that went down this frame (pygame key codes)."""
+    wheel: float = 0.0
+    """Wheel notches this frame; > 0 rolled away from the player (zoom in)."""
+    size: tuple[int, int] = (0, 0)
+    """Window size [px] (width, height); (0, 0) headless."""
+    frame: int = 0
+    """Rendered frames so far (the window loop counts them)."""
+
+    def begin_frame(self) -> None:
+        """Forget this-frame events (pressed, released, wheel, motion); held buttons and keys stay."""
+        self.buttons_pressed.clear()
+        self.buttons_released.clear()
+        self.keys_pressed.clear()
+        self.wheel = 0.0
+        self.mouse_delta = (0.0, 0.0)

@@ -1,0 +1,109 @@
+"""Wind and Blower: the air around the cloth — a steady, gusty, turbulent field and cones of blown air.
+
+Both are plain data on their own entities; ``systems/wind.py`` turns them into aerodynamic forces on
+every cloth's triangles. Several Wind entities add their air velocities (the aerodynamic
+coefficients of the first one, by entity id, apply); each active Blower adds its cone::
+
+    app.spawn(Wind(velocity=(6.0, 0.0, 1.5), gust=0.3, turbulence=0.2, seed=7))   # [m/s], fractions
+    app.spawn(Blower(speed=12.0, active=False))          # the input system points it and turns it on
+
+Gusts and turbulence are deterministic functions of ``seed`` and simulated time: the same scene
+gives the same flutter on every run (DESIGN.md, "Invariants").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from components._validate import floats, integer, real
+
+
+@dataclass(eq=False)
+class Wind:
+    """A uniform air velocity [m/s] with gusts (in time) and turbulence (in space and time).
+
+    The air velocity at point p and time t is
+    ``u = velocity·(1 + gust·s(t)) + turbulence·|velocity|·w(p, t)``, where s and w are smooth
+    seeded sums of sines bounded by 1 (``systems.wind.air_velocity`` evaluates it).
+    The force model (quadratic pressure drag along the triangle normal, lift across the flow and
+    Provot's linear viscous term) is documented in ``systems/wind.py``.
+    """
+
+    velocity: Any = (5.0, 0.0, 0.0)
+    """Mean air velocity [m/s], shape (3,): 3 m/s a breeze, 8 m/s a fresh wind, 15 m/s a gale."""
+    gust: float = 0.0
+    """Gust strength [-] in [0, 1]: the mean speed swings between (1 − gust) and (1 + gust) times."""
+    gust_period: float = 2.0
+    """Typical time between gusts [s], > 0 (the gust sines have periods of 0.5 … 2 × this)."""
+    turbulence: float = 0.0
+    """Turbulent fluctuation [-] in [0, 1], as a fraction of |velocity|; varies across the cloth
+    (wavelengths 0.5 … 3 m) and in time, so a flag ripples instead of swinging as a board."""
+    drag_coefficient: float = 1.0
+    """C_D [-] >= 0 of the pressure force along the normal, ½·ρ·C_D·A·|u_rel|·(n·u_rel):
+    about 1.2 for a solid square plate facing the flow, less for porous fabric."""
+    lift_coefficient: float = 0.2
+    """C_L [-] >= 0 of the force across the flow, ½·ρ·C_L·A·|u_rel|²·cos θ·sin θ (zero face-on
+    and edge-on, largest at 45°): what makes a flag flutter rather than just lean."""
+    viscosity: float = 0.0
+    """Provot 1995's linear viscous fluid coefficient per unit area [N·s/m³] >= 0: each triangle
+    gets viscosity·A·[n·(u − v)]·n. 0 (default) leaves only the quadratic model."""
+    air_density: float = 1.2
+    """ρ [kg/m³] > 0; 1.2 is air at sea level and 20 °C (water: 1000)."""
+    seed: int = 0
+    """Seed [-] >= 0 of the gust and turbulence phases; same seed, same wind."""
+    active: bool = True
+    """False silences this wind (toggle it instead of removing the component)."""
+
+    def __post_init__(self) -> None:
+        o = "Wind"
+        self.velocity = floats(o, "velocity", self.velocity, (3,), unit=" [m/s]")
+        self.gust = real(o, "gust", self.gust, low=0.0, high=1.0, unit=" [-] (a fraction in [0, 1])")
+        self.gust_period = real(o, "gust_period", self.gust_period, low=0.0, low_open=True, unit=" [s]")
+        self.turbulence = real(o, "turbulence", self.turbulence, low=0.0, high=1.0,
+                               unit=" [-] (a fraction of |velocity| in [0, 1])")
+        self.drag_coefficient = real(o, "drag_coefficient", self.drag_coefficient, low=0.0, unit=" [-]")
+        self.lift_coefficient = real(o, "lift_coefficient", self.lift_coefficient, low=0.0, unit=" [-]")
+        self.viscosity = real(o, "viscosity", self.viscosity, low=0.0, unit=" [N·s/m³]")
+        self.air_density = real(o, "air_density", self.air_density, low=0.0, low_open=True, unit=" [kg/m³]")
+        self.seed = integer(o, "seed", self.seed, low=0)
+        self.active = bool(self.active)
+
+
+@dataclass(eq=False)
+class Blower:
+    """A cone of air blown from ``origin`` along ``direction``: a fan, a hair dryer, the player's breath.
+
+    At a point a distance s along the axis and r off it, the air moves along ``direction`` at
+    ``speed·(radius/R)²·(1 − (r/R)²)²`` for r < R = radius + s·tan(spread), else not at all:
+    the jet widens with the spread angle and slows as it widens (its volume flow is kept), and
+    fades smoothly to its rim. Nothing blows behind the origin. Schönberger §3.3 blows "from the
+    position of the camera toward the cursor": ``systems.picking.update_blower`` does that.
+    """
+
+    origin: Any = (0.0, 0.0, 0.0)
+    """Nozzle centre [m], shape (3,)."""
+    direction: Any = (0.0, 0.0, -1.0)
+    """Blowing direction, shape (3,), normalised on construction (must not be zero)."""
+    speed: float = 10.0
+    """Air speed at the nozzle [m/s] >= 0."""
+    radius: float = 0.15
+    """Nozzle radius [m] > 0."""
+    spread: float = 0.15
+    """Half-angle of the cone [rad] in [0, 1.5]: 0 a straight tube of air, 0.15 (8.6°) a fan."""
+    active: bool = False
+    """True while blowing (the input system turns it on while a key or button is held)."""
+
+    def __post_init__(self) -> None:
+        o = "Blower"
+        self.origin = floats(o, "origin", self.origin, (3,), unit=" [m]")
+        direction = floats(o, "direction", self.direction, (3,))
+        norm = float(np.linalg.norm(direction))
+        if norm < 1e-12:
+            raise ValueError(f"Blower.direction = {direction.tolist()}: must not be zero (it is normalised)")
+        self.direction = direction / norm
+        self.speed = real(o, "speed", self.speed, low=0.0, unit=" [m/s]")
+        self.radius = real(o, "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
+        self.spread = real(o, "spread", self.spread, low=0.0, high=1.5, unit=" [rad] (half-angle)")
+        self.active = bool(self.active)

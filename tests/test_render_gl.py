@@ -1,0 +1,341 @@
+"""The moderngl renderer: pixels where the simulation says the cloth is, in every view, offscreen (EGL) and in a
+real X window (xvfb). Each test makes its own GL context and releases it."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from components import (Box, Camera, Capsule, Cloth, Collider, Cylinder, Pin, Plane, Prism, Sphere, Transform,
+                        TriangleMesh)
+from components.render import ClothStyle, InputState, RenderSettings
+from engine import App, mesh
+from engine.runner import run_app
+from engine.window import FrameCapture
+from systems import DefaultPlugins
+from systems.render_gl import GLRenderer, GLRenderPlugin, read_pixels, release_renderer, render_frame, tessellate
+from systems.surface import vertex_normals
+from systems.window_runner import orbit_camera
+
+ROOT = Path(__file__).resolve().parent.parent
+W, H = 320, 240
+FRONT = (0.85, 0.2, 0.15)           # red family
+BACK = (0.15, 0.3, 0.9)             # blue family
+
+
+@pytest.fixture
+def gl_app():
+    """Return ``make(settings=None)``: an App with DefaultPlugins and an offscreen GLRenderPlugin (no HUD, no
+    colliders unless asked); every renderer is released and every App closed at teardown."""
+    apps: list[App] = []
+
+    def make(settings: RenderSettings | None = None) -> App:
+        app = App(dt=1 / 60, substeps=8)
+        app.add_plugin(DefaultPlugins)
+        app.insert_resource(settings or RenderSettings(hud=False, show_colliders=False))
+        app.add_plugin(GLRenderPlugin(W, H, headless=True))
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        release_renderer(app)
+        app.close()
+
+
+def hanging_sheet(app: App, camera: Camera, seconds: float = 1.0) -> Cloth:
+    """A 16 × 16, 1 m cotton sheet pinned by its far corners, simulated for ``seconds`` [s]."""
+    sheet = mesh.grid(16, 16, 1.0, 1.0, center=(0.0, 1.0, 0.0), plane="xz")
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    app.spawn(cloth, Pin.corners(sheet, "top"), ClothStyle(front_color=FRONT, back_color=BACK))
+    app.spawn(camera)
+    app.step(round(seconds * 60))
+    return cloth
+
+
+def sample(pixels: np.ndarray, camera: Camera, points: np.ndarray) -> np.ndarray:
+    """RGB (k, 3) int of the pixels that world ``points`` (k, 3) project to."""
+    p = camera.project(points, W, H)
+    cols = np.clip(np.floor(p[:, 0]).astype(int), 0, W - 1)
+    rows = np.clip(np.floor(p[:, 1]).astype(int), 0, H - 1)
+    return pixels[rows, cols].astype(int)
+
+
+def facing(cloth: Cloth, camera: Camera, sign: float) -> np.ndarray:
+    """Indices of interior particles whose normal faces the camera (sign +1) or away from it (−1), not grazing."""
+    n = vertex_normals(cloth.x, cloth.triangles)
+    to_eye = camera.eye - cloth.x
+    to_eye /= np.linalg.norm(to_eye, axis=1)[:, None]
+    side = int(round(math.sqrt(cloth.particle_count)))
+    row, col = np.divmod(np.arange(cloth.particle_count), side)
+    interior = (row > 1) & (row < side - 2) & (col > 1) & (col < side - 2)
+    return np.flatnonzero(interior & (sign * np.einsum("ij,ij->i", n, to_eye) > 0.3))
+
+
+def background(app: App) -> np.ndarray:
+    return np.round(app.resource(RenderSettings).background * 255).astype(int)
+
+
+# --- offscreen (EGL) -------------------------------------------------------------------------------------------------
+def test_frame_of_a_hanging_cloth_is_not_blank(gl_app):
+    app = gl_app(RenderSettings())                                     # defaults: HUD and colliders on
+    hanging_sheet(app, Camera(target=(0.0, 0.5, -0.3), distance=2.2))
+    pixels = read_pixels(app)
+    assert pixels.shape == (H, W, 3) and pixels.dtype == np.uint8
+    differs = (np.abs(pixels.astype(int) - background(app)).max(axis=2) > 10).mean()
+    assert differs > 0.05, f"only {differs:.1%} of the pixels differ from the background"
+
+
+def test_cloth_pixels_sit_where_the_simulation_says_in_the_front_colour(gl_app):
+    app = gl_app()
+    camera = Camera(target=(0.0, 0.5, -0.3), distance=2.2, pitch=0.1)
+    cloth = hanging_sheet(app, camera)
+    front = facing(cloth, camera, +1.0)
+    assert front.size > 50, f"only {front.size} interior particles face the camera"
+    rgb = sample(read_pixels(app), camera, cloth.x[front])
+    red = (rgb[:, 0] > 2 * rgb[:, 1:].max(axis=1)) & (rgb[:, 0] > 40)
+    assert red.mean() > 0.97, f"{red.mean():.1%} of {front.size} particles show the front colour; e.g. {rgb[~red][:3]}"
+
+
+def test_back_faces_use_the_back_colour(gl_app):
+    app = gl_app()
+    camera = Camera(target=(0.0, 0.5, -0.3), distance=2.2, yaw=math.pi, pitch=0.1)   # from behind
+    cloth = hanging_sheet(app, camera)
+    back = facing(cloth, camera, -1.0)
+    assert back.size > 50, f"only {back.size} interior particles show their back to the camera"
+    rgb = sample(read_pixels(app), camera, cloth.x[back])
+    blue = (rgb[:, 2] > 2 * rgb[:, :2].max(axis=1)) & (rgb[:, 2] > 40)
+    assert blue.mean() > 0.97, f"{blue.mean():.1%} of {back.size} particles show the back colour; e.g. {rgb[~blue][:3]}"
+
+
+@pytest.mark.parametrize("plane, camera, expected", [
+    ("xy", Camera(target=(0.0, 0.5, 0.0), distance=2.0, pitch=0.0), (127.5, 127.5, 255.0)),           # +z, front
+    ("xy", Camera(target=(0.0, 0.5, 0.0), distance=2.0, yaw=math.pi, pitch=0.0), (127.5, 127.5, 255.0)),  # behind
+    ("xz", Camera(target=(0.0, 0.5, 0.0), distance=2.0, pitch=1.2), (127.5, 255.0, 127.5)),           # +y, above
+])
+def test_normals_view_encodes_the_normal_as_rgb(gl_app, plane, camera, expected):
+    # Fisher "Rendering": RGB = n · 0.5 + 0.5 of the front normal, seen from either side.
+    app = gl_app(RenderSettings(view="normals", hud=False))
+    sheet = mesh.grid(12, 12, 1.0, 1.0, center=(0.0, 0.5, 0.0), plane=plane)
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    app.spawn(cloth, ClothStyle(subdivision=2))
+    app.spawn(camera)
+    interior = np.flatnonzero(np.abs(sheet.positions - (0.0, 0.5, 0.0)).max(axis=1) < 0.4)
+    rgb = sample(read_pixels(app), camera, cloth.x[interior])
+    error = np.abs(rgb - np.array(expected)).max()
+    assert error <= 1.5, f"normals view off {expected} by up to {error} (8-bit rounding allows 0.5)"
+
+
+def test_strain_view_is_red_when_stretched_and_blue_when_compressed(gl_app):
+    app = gl_app(RenderSettings(view="strain", hud=False))
+    camera = Camera(target=(0.0, 0.5, 0.0), distance=3.0, pitch=0.0)
+    app.spawn(camera)
+    for offset, factor in ((-0.7, 1.1), (0.7, 0.9)):                    # 10 % stretch left, 10 % compression right
+        sheet = mesh.grid(8, 8, 0.8, 0.8, center=(0.0, 0.0, 0.0), plane="xy")
+        cloth = Cloth.from_mesh(sheet, "cotton")
+        cloth.x[:] = cloth.x * factor + (offset, 0.5, 0.0)
+        app.spawn(cloth)
+    left, right = sample(read_pixels(app), camera, np.array([[-0.7, 0.5, 0.0], [0.7, 0.5, 0.0]]))
+    assert left[0] > 2 * max(left[1], left[2]), f"stretched cloth shows {left}, want red"
+    assert right[2] > 2 * max(right[0], right[1]), f"compressed cloth shows {right}, want blue"
+
+
+def test_particles_and_wireframe_views_draw_the_cloth(gl_app):
+    app = gl_app()
+    camera = Camera(target=(0.0, 0.5, 0.0), distance=2.0, pitch=0.0)
+    app.spawn(Cloth.from_mesh(mesh.grid(10, 10, 1.0, 1.0, center=(0.0, 0.5, 0.0)), "cotton"), camera)
+    settings = app.resource(RenderSettings)
+    drawn = {}
+    for view in ("shaded", "wireframe", "particles"):
+        settings.view = view
+        render_frame(app)
+        drawn[view] = (np.abs(read_pixels(app).astype(int) - background(app)).max(axis=2) > 10).mean()
+    assert drawn["shaded"] > drawn["wireframe"] > 0.005 and drawn["shaded"] > drawn["particles"] > 0.002, drawn
+
+
+def test_vertex_buffers_are_updated_in_place_and_subdivision_quadruples_triangles(gl_app):
+    app = gl_app()
+    sheet = mesh.grid(8, 8, 1.0, 1.0, center=(0.0, 0.5, 0.0))
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    entity = app.spawn(cloth, ClothStyle(subdivision=2))
+    render_frame(app)
+    gpu = app.resource(GLRenderer)._cloths[entity]
+    vbo, vao = gpu.vbo, gpu.vao
+    assert gpu.ibo.size == 16 * sheet.triangle_count * 3 * 4, "2 levels: 16× the triangles, uint32 indices"
+    cloth.x[:, 2] += 0.1
+    render_frame(app)
+    gpu = app.resource(GLRenderer)._cloths[entity]
+    assert gpu.vbo is vbo and gpu.vao is vao, "a moving cloth must reuse its GL buffers"
+    assert np.allclose(gpu.packed[:, 2], 0.1, atol=1e-6), "positions written into the preallocated array"
+
+
+def test_every_collider_shape_is_drawn_where_its_transform_puts_it(gl_app):
+    app = gl_app(RenderSettings(hud=False))
+    camera = Camera(target=(0.0, 0.4, 0.0), distance=3.2, pitch=0.35)
+    app.spawn(camera)
+    app.spawn(Collider(Plane()), Transform())
+    centres = [(-1.0, 0.4, 0.0), (-0.5, 0.4, 0.0), (0.0, 0.4, 0.0), (0.5, 0.4, 0.0), (1.0, 0.4, 0.0), (0.0, 0.4, 0.8)]
+    shapes = [Sphere(0.15), Capsule(0.1, 0.1), Cylinder(0.15, 0.15), Box((0.15, 0.15, 0.15)),
+              Prism([[-0.15, -0.15], [0.15, -0.15], [0.0, 0.15]], 0.15),
+              TriangleMesh([[-0.2, -0.2, 0.0], [0.2, -0.2, 0.0], [0.0, 0.2, 0.0]], [[0, 1, 2]])]
+    for centre, shape in zip(centres, shapes):
+        app.spawn(Collider(shape), Transform(position=centre))
+    rgb = sample(read_pixels(app), camera, np.array(centres))
+    grey = (rgb.max(axis=1) - rgb.min(axis=1) < 12) & (np.abs(rgb - background(app)).max(axis=1) > 20)
+    missing = [type(s).__name__ for s, g in zip(shapes, grey) if not g]
+    assert grey.all(), f"collider centres show {rgb.tolist()}; not grey: {missing}"
+
+
+@pytest.mark.parametrize("shape", [Sphere(0.3), Capsule(0.2, 0.3), Cylinder(0.2, 0.4), Box((0.1, 0.2, 0.3)),
+                                   Prism([[0.0, 0.0], [1.0, 0.0], [0.5, 0.8]], 0.2), Plane((0.0, 0.0, 1.0))])
+def test_tessellated_colliders_face_outward(shape):
+    rows = tessellate(shape).reshape(-1, 3, 8)
+    p, n = rows[:, :, :3], rows[:, :, 3:6]
+    face = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    assert (np.einsum("ij,ij->i", face, n.sum(axis=1)) > 0).all(), "a triangle winds clockwise about its normal"
+    if isinstance(shape, Sphere):
+        assert np.allclose(np.linalg.norm(p, axis=2), 0.3)
+
+
+# --- command line: --screenshot --------------------------------------------------------------------------------------
+def test_headless_screenshot_without_a_gl_renderer_fails_clearly(make_app, tmp_path):
+    app = make_app()
+    with pytest.raises(SystemExit, match="GLRenderPlugin"):
+        run_app(app, ["--headless", "--frames", "1", "--screenshot", str(tmp_path / "out.png")])
+
+
+def test_headless_screenshot_renders_one_offscreen_frame(gl_app, tmp_path, capsys):
+    import pygame
+    app = gl_app(RenderSettings())
+    hanging_sheet(app, Camera(target=(0.0, 0.5, -0.3), distance=2.2), seconds=0.0)
+    out = tmp_path / "shot.png"
+    assert FrameCapture in app.resources
+    report = run_app(app, ["--headless", "--frames", "20", "--screenshot", str(out), "--report", "json"])
+    assert report["frames"] == 20 and out.exists()
+    image = pygame.surfarray.array3d(pygame.image.load(str(out))).transpose(1, 0, 2)
+    assert image.shape == (H, W, 3)
+    assert (np.abs(image.astype(int) - background(app)).max(axis=2) > 10).mean() > 0.05
+
+
+# --- window: camera controls, the loop, and a real X window under xvfb ------------------------------------------
+def test_right_drag_orbits_and_wheel_zooms_the_camera(make_app):
+    app = make_app()
+    camera = Camera(distance=3.0, yaw=0.0, pitch=0.2)
+    app.spawn(camera)
+    state = app.insert_resource(InputState(size=(W, H)))
+    state.buttons.add(3)
+    state.mouse_delta = (10.0, -5.0)
+    state.wheel = 1.0
+    orbit_camera(app, 1 / 60)
+    assert camera.yaw == pytest.approx(2 * math.pi - 0.08) and camera.pitch == pytest.approx(0.16)
+    assert camera.distance == pytest.approx(2.7)
+
+
+_WINDOW_SCRIPT = """
+import json, sys
+import pygame
+from components import Camera
+from components.render import InputState, RenderSettings
+from engine import App, Stage
+from engine.runner import run_app
+from games.hanging_sheet import build_scene
+from systems import DefaultPlugins
+from systems.render_gl import GLRenderPlugin
+from systems.window_runner import WindowPlugin
+
+app = App(substeps=4)
+app.add_plugin(DefaultPlugins)
+app.add_plugin(GLRenderPlugin(320, 240))
+app.add_plugin(WindowPlugin())
+build_scene(app, 8)
+camera = app.query(Camera)[0][1]
+yaw = camera.yaw
+
+def player(app, dt):          # frame 1: right-drag 20 px and press V; frame 3: Esc
+    frame = app.resource(InputState).frame
+    post = lambda kind, **kw: pygame.event.post(pygame.event.Event(kind, **kw))
+    if frame == 1:
+        post(pygame.MOUSEBUTTONDOWN, button=3, pos=(10, 10))
+        post(pygame.MOUSEMOTION, pos=(30, 10), rel=(20, 0), buttons=(0, 0, 1))
+        post(pygame.KEYDOWN, key=pygame.K_v, mod=0, unicode="v", scancode=0)
+    if frame == 3:
+        post(pygame.KEYDOWN, key=pygame.K_ESCAPE, mod=0, unicode="", scancode=0)
+
+app.add_system(player, Stage.INPUT)
+report = run_app(app, ["--frames", "100", "--screenshot", sys.argv[1], "--report", "json"])
+print(json.dumps({"yaw_change": camera.yaw - yaw, "view": app.resource(RenderSettings).view}))
+"""
+
+
+def test_window_loop_turns_events_into_input_orbits_and_quits_on_escape(tmp_path):
+    # SDL's offscreen driver gives an OpenGL window with no X server: the whole loop, events included.
+    out = tmp_path / "quit.png"
+    env = dict(os.environ, SDL_VIDEODRIVER="offscreen", SDL_AUDIODRIVER="dummy")
+    run = subprocess.run([sys.executable, "-c", _WINDOW_SCRIPT, str(out)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.strip().splitlines()
+    report, after = json.loads(lines[-2]), json.loads(lines[-1])
+    assert report["video_driver"] == "offscreen" and report["rendered_frames"] == 4, report   # Esc on frame 4
+    assert after["yaw_change"] == pytest.approx(-20 * 0.008) and after["view"] == "normals", after
+    assert out.exists(), "--screenshot saves the last frame when the player quits"
+
+
+def test_real_window_under_xvfb_saves_a_screenshot_that_is_not_blank(tmp_path):
+    import pygame
+    xvfb = shutil.which("xvfb-run")
+    assert xvfb, "xvfb-run is missing: run `bash scripts/install.sh` (apt-get install -y xvfb xauth)"
+    out = tmp_path / "window.png"
+    env = {k: v for k, v in os.environ.items() if k not in ("SDL_VIDEODRIVER", "DISPLAY", "WAYLAND_DISPLAY")}
+    env["SDL_AUDIODRIVER"] = "dummy"
+    run = subprocess.run([xvfb, "-a", sys.executable, "-m", "games.hanging_sheet", "--n", "16", "--frames", "30",
+                          "--screenshot", str(out), "--report", "json"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["video_driver"] == "x11" and report["rendered_frames"] == 30, report
+    image = pygame.surfarray.array3d(pygame.image.load(str(out))).transpose(1, 0, 2)
+    assert image.shape == (640, 960, 3)
+    bg = np.round(RenderSettings().background * 255).astype(int)
+    differs = (np.abs(image.astype(int) - bg).max(axis=2) > 10).mean()
+    assert differs > 0.05, f"only {differs:.1%} of the window's pixels differ from the background"
+
+
+def test_missing_gl_says_what_to_install_and_dummy_video_has_no_window(monkeypatch):
+    import moderngl
+
+    from engine.window import create_gl_context, display_available
+
+    def no_egl(*args, **kwargs):
+        raise Exception("libEGL.so: cannot open shared object file")
+    monkeypatch.setattr(moderngl, "create_context", no_egl)
+    with pytest.raises(RuntimeError, match="libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri"):
+        create_gl_context(window=False)
+    with pytest.raises(RuntimeError, match="xvfb-run -a"):
+        create_gl_context(window=True)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    ok, why = display_available()
+    assert not ok and "SDL_VIDEODRIVER=offscreen" in why
+
+
+# --- validation -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make, message", [
+    (lambda: ClothStyle(subdivision=3), "ClothStyle.subdivision = 3"),
+    (lambda: ClothStyle(front_color=(1.2, 0.0, 0.0)), r"ClothStyle.front_color\[0\] = 1.2"),
+    (lambda: ClothStyle(texture="plaid"), "ClothStyle.texture = 'plaid'"),
+    (lambda: ClothStyle(texture=np.zeros((4, 4), np.uint8)), r"ClothStyle.texture: shape \(4, 4\)"),
+    (lambda: ClothStyle(checker_scale=0.0), "ClothStyle.checker_scale = 0.0"),
+    (lambda: RenderSettings(view="xray"), "RenderSettings.view = 'xray'"),
+    (lambda: RenderSettings(light_direction=(0, 0, 0)), r"RenderSettings.light_direction = \[0.0, 0.0, 0.0\]"),
+    (lambda: RenderSettings(background=(0.1, float("nan"), 0.1)), r"RenderSettings.background\[1\] = nan"),
+])
+def test_render_components_reject_bad_values_naming_the_field(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
