@@ -35,7 +35,9 @@ from systems.shapes import pose, sdf
 CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
 CHUNKS = 16
-"""Fixed particle ranges of the parallel contact kernel (not the thread count: results stay the same)."""
+"""Fixed particle ranges of the contact kernel (not the thread count: results stay the same)."""
+PARALLEL_MIN_PARTICLES = 4_000
+"""Cloths with at least this many particles use the parallel contact kernel when numba has threads."""
 
 
 def gather_colliders(app: App, dt: float) -> None:
@@ -105,11 +107,13 @@ def collide_environment(app: App, h: float) -> None:
     a0 = clock.substep_index / clock.substeps
     a1 = (clock.substep_index + 1) / clock.substeps
     mv, mt, minfo, mcell, mcelltri = packed.mesh_arrays
+    parallel = numba.get_num_threads() > 1
     for _, cloth in app.query(Cloth):
         if not cloth.substepped:
             continue
         m = cloth.material
-        _collide(packed.kind, packed.params, packed.margin, packed.friction, packed.pose0, packed.pose1, a0, a1,
+        kernel = _collide_parallel if parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES else _collide_serial
+        kernel(packed.kind, packed.params, packed.margin, packed.friction, packed.pose0, packed.pose1, a0, a1,
                  packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
                  m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
                  packed.impulse, packed.impulse_point)
@@ -146,18 +150,10 @@ def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
 
 
 # --- kernels --------------------------------------------------------------------------------------
-@numba.njit(cache=True, parallel=True)
-def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
-             mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point):
-    """Continuous collision, contact and friction of every free particle against every collider.
-
-    Colliders as packed in ColliderSet; a0, a1 the substep's start and end as fractions of the step;
-    thickness [m] and friction [-] of the cloth; mass (n,) [kg]; inv_h [1/s]. Writes x (n, 3) [m]
-    and accumulates the momentum given to each collider in impulse (k, 3) [N·s], impulse_point (k, 4).
-
-    Particles are independent, so they are split into CHUNKS fixed ranges run in parallel; each
-    range sums its own impulses, added up in range order afterwards, so the result is the same
-    for any thread count (the n = 128 drape spent 13 ms of a 76 ms step here, serially)."""
+@numba.njit(cache=True)
+def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
+    """Collider poses at the substep's start and end (rotations (k, 3, 3), positions (k, 3)) and
+    each shape's bounding-ball radius [m] (0: unbounded), shared by every particle range."""
     k = kind.shape[0]
     rot0 = np.empty((k, 3, 3))
     rot1 = np.empty((k, 3, 3))
@@ -179,117 +175,165 @@ def _collide(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mes
             for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
                 far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
             bound[c] = math.sqrt(far + params[c, 0] ** 2)
+    return rot0, rot1, pos0, pos1, bound
+
+
+@numba.njit(cache=True)
+def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                   rot0, rot1, pos0, pos1, bound, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, acc):
+    """Contacts of the particles of range ``chunk`` (of CHUNKS) against every collider: writes their x
+    and adds the momentum they give each collider to acc[chunk] (k, 7)."""
     n = x.shape[0]
-    acc = np.zeros((CHUNKS, k, 7))                   # each chunk's momentum given to each collider
-    for chunk in prange(CHUNKS):
-        sd = np.empty(4)
-        for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
-            if inv_mass[p] == 0.0:
-                continue
-            for c in range(k):
-                reach = thickness + margin[c]
-                r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
-                # particle in the collider's frame: end of substep (end pose), start (start pose)
-                lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
-                ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
-                lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
-                swept = False
-                if kind[c] == PLANE:                     # planes and spheres inline: the call costs more
-                    sd[0] = lx * params[c, 0] + ly * params[c, 1] + lz * params[c, 2]
-                    if sd[0] >= reach:
-                        continue
-                    sd[1], sd[2], sd[3] = params[c, 0], params[c, 1], params[c, 2]
-                elif kind[c] == SPHERE and (lx * lx + ly * ly + lz * lz > (params[c, 0] + reach) ** 2
-                                            and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2
-                                            + (x_prev[p, 2] - q0[2]) ** 2 > (params[c, 0] + reach) ** 2):
-                    continue                             # start and end outside the ball: no contact, no sweep
-                elif bound[c] > 0.0 and lx * lx + ly * ly + lz * lz > (bound[c] + reach) ** 2 \
-                        and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2 \
-                        + (x_prev[p, 2] - q0[2]) ** 2 > (bound[c] + reach) ** 2:
-                    continue                             # far from the shape's bounding ball at both ends
-                else:
-                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
-                if kind[c] != MESH and kind[c] != PLANE:
-                    sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
-                        + r0[2, 0] * (x_prev[p, 2] - q0[2])
-                    sy = r0[0, 1] * (x_prev[p, 0] - q0[0]) + r0[1, 1] * (x_prev[p, 1] - q0[1]) \
-                        + r0[2, 1] * (x_prev[p, 2] - q0[2])
-                    sz = r0[0, 2] * (x_prev[p, 0] - q0[0]) + r0[1, 2] * (x_prev[p, 1] - q0[1]) \
-                        + r0[2, 2] * (x_prev[p, 2] - q0[2])
-                    span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
-                    if span > reach:                     # fast: sweep the path by conservative advancement
-                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
-                        heading = sd[1] * (lx - sx) + sd[2] * (ly - sy) + sd[3] * (lz - sz)
-                        # it started outside the shape itself, and not on the margin moving away
-                        if sd[0] > 0.0 and (sd[0] - reach > 1e-9 or heading < 0.0):
-                            t = 0.0
-                            for _ in range(CCD_STEPS):
-                                gap = sd[0] - reach
-                                if gap <= 1e-9:
-                                    break
-                                t += gap / span
-                                if t >= 1.0:
-                                    break
-                                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                                     sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz), sd)
-                            if t < 1.0:                  # hit: keep the rest of the path, minus its
-                                hx = sx + t * (lx - sx)      # component into the surface (slide along it)
-                                hy = sy + t * (ly - sy)
-                                hz = sz + t * (lz - sz)
-                                rx, ry, rz = lx - hx, ly - hy, lz - hz
-                                into = rx * sd[1] + ry * sd[2] + rz * sd[3]
-                                if into < 0.0:
-                                    rx -= into * sd[1]
-                                    ry -= into * sd[2]
-                                    rz -= into * sd[3]
-                                lx, ly, lz = hx + rx, hy + ry, hz + rz
-                                swept = True
-                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
-                if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
-                    continue
-                depth = max(reach - sd[0], 0.0)
-                lx += sd[1] * depth
-                ly += sd[2] * depth
-                lz += sd[3] * depth
-                # back to world (end pose); the surface point under it, where it was at the substep start
-                wx = r1[0, 0] * lx + r1[0, 1] * ly + r1[0, 2] * lz + q1[0]
-                wy = r1[1, 0] * lx + r1[1, 1] * ly + r1[1, 2] * lz + q1[1]
-                wz = r1[2, 0] * lx + r1[2, 1] * ly + r1[2, 2] * lz + q1[2]
-                ux = r0[0, 0] * lx + r0[0, 1] * ly + r0[0, 2] * lz + q0[0]
-                uy = r0[1, 0] * lx + r0[1, 1] * ly + r0[1, 2] * lz + q0[1]
-                uz = r0[2, 0] * lx + r0[2, 1] * ly + r0[2, 2] * lz + q0[2]
-                nx = r1[0, 0] * sd[1] + r1[0, 1] * sd[2] + r1[0, 2] * sd[3]
-                ny = r1[1, 0] * sd[1] + r1[1, 1] * sd[2] + r1[1, 2] * sd[3]
-                nz = r1[2, 0] * sd[1] + r1[2, 1] * sd[2] + r1[2, 2] * sd[3]
-                push = (wx - x[p, 0]) * nx + (wy - x[p, 1]) * ny + (wz - x[p, 2]) * nz   # normal correction [m]
-                # slip relative to the moving surface (eq. 19), Coulomb in position form (eqs. 20-21)
-                dx = ux - x_prev[p, 0]                   # (w − x_prev) − (w − u): motion in the surface's frame
-                dy = uy - x_prev[p, 1]
-                dz = uz - x_prev[p, 2]
-                along = dx * nx + dy * ny + dz * nz
-                tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
-                slip = math.sqrt(tx * tx + ty * ty + tz * tz)
-                if slip > 1e-15:
-                    mu = math.sqrt(cloth_friction * friction[c])
-                    cf = 1.0 if slip <= mu * max(push, 0.0) else mu * max(push, 0.0) / slip
-                    wx -= cf * tx
-                    wy -= cf * ty
-                    wz -= cf * tz
-                jx = -mass[p] * (wx - x[p, 0]) * inv_h           # momentum the collider receives [N·s]
-                jy = -mass[p] * (wy - x[p, 1]) * inv_h
-                jz = -mass[p] * (wz - x[p, 2]) * inv_h
-                jn = math.sqrt(jx * jx + jy * jy + jz * jz)
-                acc[chunk, c, 0] += jx
-                acc[chunk, c, 1] += jy
-                acc[chunk, c, 2] += jz
-                acc[chunk, c, 3] += jn * wx
-                acc[chunk, c, 4] += jn * wy
-                acc[chunk, c, 5] += jn * wz
-                acc[chunk, c, 6] += jn
-                x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
-    for chunk in range(CHUNKS):                      # fixed order: the same sum for any thread count
+    k = kind.shape[0]
+    sd = np.empty(4)
+    for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
+        if inv_mass[p] == 0.0:
+            continue
         for c in range(k):
+            reach = thickness + margin[c]
+            r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
+            # particle in the collider's frame: end of substep (end pose), start (start pose)
+            lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
+            ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
+            lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
+            swept = False
+            if kind[c] == PLANE:                     # planes and spheres inline: the call costs more
+                sd[0] = lx * params[c, 0] + ly * params[c, 1] + lz * params[c, 2]
+                if sd[0] >= reach:
+                    continue
+                sd[1], sd[2], sd[3] = params[c, 0], params[c, 1], params[c, 2]
+            elif kind[c] == SPHERE and (lx * lx + ly * ly + lz * lz > (params[c, 0] + reach) ** 2
+                                        and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2
+                                        + (x_prev[p, 2] - q0[2]) ** 2 > (params[c, 0] + reach) ** 2):
+                continue                             # start and end outside the ball: no contact, no sweep
+            elif bound[c] > 0.0 and lx * lx + ly * ly + lz * lz > (bound[c] + reach) ** 2 \
+                    and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2 \
+                    + (x_prev[p, 2] - q0[2]) ** 2 > (bound[c] + reach) ** 2:
+                continue                             # far from the shape's bounding ball at both ends
+            else:
+                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+            if kind[c] != MESH and kind[c] != PLANE:
+                sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 0] * (x_prev[p, 2] - q0[2])
+                sy = r0[0, 1] * (x_prev[p, 0] - q0[0]) + r0[1, 1] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 1] * (x_prev[p, 2] - q0[2])
+                sz = r0[0, 2] * (x_prev[p, 0] - q0[0]) + r0[1, 2] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 2] * (x_prev[p, 2] - q0[2])
+                span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
+                if span > reach:                     # fast: sweep the path by conservative advancement
+                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
+                    heading = sd[1] * (lx - sx) + sd[2] * (ly - sy) + sd[3] * (lz - sz)
+                    # it started outside the shape itself, and not on the margin moving away
+                    if sd[0] > 0.0 and (sd[0] - reach > 1e-9 or heading < 0.0):
+                        t = 0.0
+                        for _ in range(CCD_STEPS):
+                            gap = sd[0] - reach
+                            if gap <= 1e-9:
+                                break
+                            t += gap / span
+                            if t >= 1.0:
+                                break
+                            sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                                 sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz), sd)
+                        if t < 1.0:                  # hit: keep the rest of the path, minus its
+                            hx = sx + t * (lx - sx)      # component into the surface (slide along it)
+                            hy = sy + t * (ly - sy)
+                            hz = sz + t * (lz - sz)
+                            rx, ry, rz = lx - hx, ly - hy, lz - hz
+                            into = rx * sd[1] + ry * sd[2] + rz * sd[3]
+                            if into < 0.0:
+                                rx -= into * sd[1]
+                                ry -= into * sd[2]
+                                rz -= into * sd[3]
+                            lx, ly, lz = hx + rx, hy + ry, hz + rz
+                            swept = True
+                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+            if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
+                continue
+            depth = max(reach - sd[0], 0.0)
+            lx += sd[1] * depth
+            ly += sd[2] * depth
+            lz += sd[3] * depth
+            # back to world (end pose); the surface point under it, where it was at the substep start
+            wx = r1[0, 0] * lx + r1[0, 1] * ly + r1[0, 2] * lz + q1[0]
+            wy = r1[1, 0] * lx + r1[1, 1] * ly + r1[1, 2] * lz + q1[1]
+            wz = r1[2, 0] * lx + r1[2, 1] * ly + r1[2, 2] * lz + q1[2]
+            ux = r0[0, 0] * lx + r0[0, 1] * ly + r0[0, 2] * lz + q0[0]
+            uy = r0[1, 0] * lx + r0[1, 1] * ly + r0[1, 2] * lz + q0[1]
+            uz = r0[2, 0] * lx + r0[2, 1] * ly + r0[2, 2] * lz + q0[2]
+            nx = r1[0, 0] * sd[1] + r1[0, 1] * sd[2] + r1[0, 2] * sd[3]
+            ny = r1[1, 0] * sd[1] + r1[1, 1] * sd[2] + r1[1, 2] * sd[3]
+            nz = r1[2, 0] * sd[1] + r1[2, 1] * sd[2] + r1[2, 2] * sd[3]
+            push = (wx - x[p, 0]) * nx + (wy - x[p, 1]) * ny + (wz - x[p, 2]) * nz   # normal correction [m]
+            # slip relative to the moving surface (eq. 19), Coulomb in position form (eqs. 20-21)
+            dx = ux - x_prev[p, 0]                   # (w − x_prev) − (w − u): motion in the surface's frame
+            dy = uy - x_prev[p, 1]
+            dz = uz - x_prev[p, 2]
+            along = dx * nx + dy * ny + dz * nz
+            tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
+            slip = math.sqrt(tx * tx + ty * ty + tz * tz)
+            if slip > 1e-15:
+                mu = math.sqrt(cloth_friction * friction[c])
+                cf = 1.0 if slip <= mu * max(push, 0.0) else mu * max(push, 0.0) / slip
+                wx -= cf * tx
+                wy -= cf * ty
+                wz -= cf * tz
+            jx = -mass[p] * (wx - x[p, 0]) * inv_h           # momentum the collider receives [N·s]
+            jy = -mass[p] * (wy - x[p, 1]) * inv_h
+            jz = -mass[p] * (wz - x[p, 2]) * inv_h
+            jn = math.sqrt(jx * jx + jy * jy + jz * jz)
+            acc[chunk, c, 0] += jx
+            acc[chunk, c, 1] += jy
+            acc[chunk, c, 2] += jz
+            acc[chunk, c, 3] += jn * wx
+            acc[chunk, c, 4] += jn * wy
+            acc[chunk, c, 5] += jn * wz
+            acc[chunk, c, 6] += jn
+            x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
+
+
+@numba.njit(cache=True)
+def _reduce(acc, impulse, impulse_point):
+    """Add every range's impulses to the colliders' totals, in range order."""
+    for chunk in range(acc.shape[0]):
+        for c in range(acc.shape[1]):
             for a in range(3):
                 impulse[c, a] += acc[chunk, c, a]
             for a in range(4):
                 impulse_point[c, a] += acc[chunk, c, 3 + a]
+
+
+@numba.njit(cache=True)
+def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
+                    mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point):
+    """Continuous collision, contact and friction of every free particle against every collider.
+
+    Colliders as packed in ColliderSet; a0, a1 the substep's start and end as fractions of the step;
+    thickness [m] and friction [-] of the cloth; mass (n,) [kg]; inv_h [1/s]. Writes x (n, 3) [m]
+    and accumulates the momentum given to each collider in impulse (k, 3) [N·s], impulse_point (k, 4).
+
+    Particles are independent, so they are split into CHUNKS fixed ranges, each summing its own
+    impulses, added up in range order afterwards: ``_collide_parallel`` (its twin) runs the ranges
+    on all threads with the same result (the n = 128 drape spent 13 ms of a 76 ms step here,
+    serially); small cloths stay serial, where thread start-up costs more than it saves."""
+    rot0, rot1, pos0, pos1, bound = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
+    acc = np.zeros((CHUNKS, kind.shape[0], 7))
+    for chunk in range(CHUNKS):
+        _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                       rot0, rot1, pos0, pos1, bound, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x,
+                       acc)
+    _reduce(acc, impulse, impulse_point)
+
+
+@numba.njit(cache=True, parallel=True)
+def _collide_parallel(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo,
+                      mcell, mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse,
+                      impulse_point):
+    """Twin of ``_collide_serial`` with the particle ranges on all threads (same result, bit for bit)."""
+    rot0, rot1, pos0, pos1, bound = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
+    acc = np.zeros((CHUNKS, kind.shape[0], 7))
+    for chunk in prange(CHUNKS):
+        _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                       rot0, rot1, pos0, pos1, bound, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x,
+                       acc)
+    _reduce(acc, impulse, impulse_point)
