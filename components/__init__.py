@@ -3,16 +3,21 @@ from components.camera import Camera
 from components.cloth import BEND, MODELS, SHEAR, STEP_MODELS, STRETCH, Cloth
 from components.collider import (Box, Capsule, Collider, ColliderSet, Cylinder, Plane, Prism, Sphere,
                                  TriangleMesh)
+from components.grab import Grab
 from components.gravity import Gravity
 from components.material import PRESETS, ClothMaterial
 from components.models import INTEGRATORS, ImplicitSettings, MassSpringSettings, VerletSettings
 from components.pin import Pin
+from components.render import ClothStyle, InputState, RenderSettings
 from components.rigid_body import RigidBody2D, Space2D
+from components.tearing import Tearable
 from components.transform import Transform
+from components.wind import Blower, Wind
 
 __all__ = [
     "BEND", "INTEGRATORS", "MODELS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH",
-    "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "Collider", "ColliderSet", "Cylinder", "Gravity",
-    "ImplicitSettings", "MassSpringSettings", "Pin", "Plane", "Prism", "RigidBody2D", "Space2D", "Sphere",
-    "Transform", "TriangleMesh", "VerletSettings",
+    "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
+    "Cylinder", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
+    "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
+    "VerletSettings", "Wind",
 ]

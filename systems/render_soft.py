@@ -61,6 +61,8 @@ class SoftRenderer:
         self._surfaces: dict[int, tuple] = {}        # id(cloth) → (cloth, ClothSurface, uv_lo, uv_span)
         self._screen = np.empty((0, 4))                # projected vertices, grown to the largest cloth
         self._valid = np.empty(0, np.bool_)
+        self._default_style = ClothStyle()             # made once: validation costs more than a small cloth
+        self._default_settings = RenderSettings()
         self.resize(size)
 
     def resize(self, size: tuple[int, int]) -> None:
@@ -100,7 +102,7 @@ class SoftRenderer:
             raise TypeError(f"SoftRenderer.draw camera = {camera!r}: expected a components.Camera")
         if settings is None:
             found = app_or_clothes.resources.get(RenderSettings) if isinstance(app_or_clothes, App) else None
-            settings = found or RenderSettings()
+            settings = found or self._default_settings
         w, h = self.size
         mvp = camera.projection(w / h) @ camera.view()
         _k.clear(self._bbox, self.color, self.depth)
@@ -125,7 +127,7 @@ class SoftRenderer:
     # --- per frame ---------------------------------------------------------------------------------
     def _gather(self, source: Any, style: ClothStyle | None) -> list[tuple[Cloth, ClothStyle]]:
         """[(cloth, style)] to draw: the given style, else the entity's ClothStyle, else the defaults."""
-        default = style or ClothStyle()
+        default = style or self._default_style
         if isinstance(source, Cloth):
             return [(source, default)]
         if isinstance(source, App):

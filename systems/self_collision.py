@@ -72,7 +72,7 @@ def collide_self(app: App, h: float) -> None:
         buffers.x_prev[offsets[k]:offsets[k + 1]] = c.x_prev
         buffers.inv_mass[offsets[k]:offsets[k + 1]] = c.inv_mass
     cell = float(buffers.thickness.max())
-    _clamp_motion(buffers.x_prev, buffers.thickness, CLAMP, buffers.x)
+    _clamp_motion(buffers.x_prev, buffers.thickness, CLAMP, buffers.inv_mass, buffers.x)
     _hash(buffers.x, cell, buffers.table, buffers.entries, buffers.cell_of)
     parallel = numba.get_num_threads() > 1 and buffers.x.shape[0] >= PARALLEL_MIN_PARTICLES
     separate = _separate_parallel if parallel else _separate_serial
@@ -123,9 +123,12 @@ def _cell_hash(ix, iy, iz, size):
 
 
 @numba.njit(cache=True)
-def _clamp_motion(x_prev, thickness, fraction, x):
-    """Shorten any substep displacement longer than fraction × thickness (anti-tunnelling clamp)."""
+def _clamp_motion(x_prev, thickness, fraction, inv_mass, x):
+    """Shorten any substep displacement longer than fraction × thickness (anti-tunnelling clamp);
+    particles of inverse mass 0 (pinned, grabbed) go where they are told."""
     for p in range(x.shape[0]):
+        if inv_mass[p] == 0.0:
+            continue
         dx = x[p, 0] - x_prev[p, 0]
         dy = x[p, 1] - x_prev[p, 1]
         dz = x[p, 2] - x_prev[p, 2]

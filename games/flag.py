@@ -1,0 +1,64 @@
+"""Flag: a 2 m × 1 m flag on a pole in gusty wind, and a sail held by its corners (Provot 1995).
+
+Provot's two wind scenes: "a flag in a strong wind" — pinned along the hoist to a pole, streaming
+and flapping in gusts — and "wind in a sail" — a sheet held only at its four corners, bellying out.
+Wind acts per triangle (drag along the normal, lift across it; systems/wind.py).
+
+Run: python -m games.flag [--headless --frames 600 --report json] [--screenshot out.png]
+Keys (window): right-drag orbit, wheel zoom, V views, W wind on/off, Esc quit.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pygame
+
+from components import Camera, Capsule, Cloth, Collider, Pin, Transform
+from components.render import ClothStyle, InputState
+from components.wind import Wind
+from engine import App, Stage, mesh
+from engine.runner import parser, run_app
+from systems import DefaultPlugins
+from systems.render_gl import GLRenderPlugin
+from systems.window_runner import WindowPlugin
+
+POLE_TOP = 3.0                # [m]
+WIND = (6.0, 0.0, 1.0)        # [m/s]: a fresh breeze, slightly across
+
+
+def build_scene(app: App) -> tuple[Cloth, Cloth]:
+    """Spawn the pole, the flag, the sail, the wind and a camera; return (flag, sail)."""
+    app.spawn(Collider(Capsule(0.04, POLE_TOP / 2)), Transform(position=(-1.04, POLE_TOP / 2, 0.0)))
+    flag_mesh = mesh.grid(45, 22, 2.0, 1.0, center=(0.0, POLE_TOP - 0.5, 0.0))            # ≈ 1,000 particles
+    flag = Cloth.from_mesh(flag_mesh, "denim", thickness=0.01, strain_limit=0.1)   # Provot: the whip
+    app.spawn(flag, Pin.edge(flag_mesh, "left"), ClothStyle(front_color=(0.8, 0.1, 0.12),
+                                                             back_color=(0.9, 0.85, 0.2)))
+    sail_mesh = mesh.grid(24, 24, 1.4, 1.4, center=(3.5, 1.2, 0.0))                       # [m]
+    sail = Cloth.from_mesh(sail_mesh, "denim")
+    app.spawn(sail, Pin.edge(sail_mesh, "corners"), ClothStyle(front_color=(0.92, 0.9, 0.82),
+                                                                back_color=(0.7, 0.68, 0.6)))
+    app.spawn(Wind(velocity=WIND, gust=0.35, gust_period=2.5, turbulence=0.15, seed=7))
+    app.spawn(Camera(target=(1.3, 2.0, 0.0), distance=7.0, yaw=-0.35, pitch=0.15))
+    app.add_system(toggle_wind, Stage.INPUT)
+    return flag, sail
+
+
+def toggle_wind(app: App, dt: float) -> None:
+    """W turns the wind off and on (window only)."""
+    state = app.resources.get(InputState)
+    if state is not None and pygame.K_w in state.keys_pressed:
+        for _, wind in app.query(Wind):
+            wind.active = not wind.active
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    app = App(dt=1 / 60, substeps=8)
+    app.add_plugin(DefaultPlugins)
+    app.add_plugin(GLRenderPlugin(width=960, height=640))
+    app.add_plugin(WindowPlugin(title="Loom — flag and sail"))
+    build_scene(app)
+    return run_app(app, argv, arg_parser=parser("python -m games.flag"))
+
+
+if __name__ == "__main__":
+    main()
