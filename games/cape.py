@@ -3,10 +3,10 @@
 The hero is a pymunk box that runs and jumps over platforms; the level and the hero are Loom
 colliders through the pymunk bridge (extruded 0.4 m along z). The cape — 20 × 30 particles,
 0.5 m × 0.6 m — hangs from the hero's shoulders (pins carried by the hero's Transform), flows
-behind him, and collides with his body and the level.
+behind him, collides with his body and the level, and billows in the wind zones.
 
-Run: python -m games.cape [--headless --frames 600 --report json]
-Keys: ←/→ run, Space/↑ jump, Esc quit. Headless, a scripted run (right, jumps, back left) plays.
+Run: python -m games.cape [--headless --frames 600 --report json] [--screenshot out.png]
+Keys: ←/→ run, Space/↑ jump, V views, Esc quit. Headless, a scripted run (right, jumps, back left) plays.
 """
 from __future__ import annotations
 
@@ -15,12 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pygame
 import pymunk
 
-from components import Cloth, Pin, RigidBody2D, Space2D, Transform
+from components import Camera, Cloth, ClothStyle, InputState, Pin, RigidBody2D, Space2D, Transform, Wind
 from engine import App, Stage, mesh
 from engine.runner import parser, run_app
+from engine.window import Window
 from systems import ClothSet, DefaultPlugins
+from systems.render_gl import GLRenderPlugin
+from systems.window_runner import WindowPlugin
 
 HERO_SIZE = (0.4, 0.8)        # [m] width, height
 HERO_DEPTH = 0.4              # [m] extent along z of the hero's collider
@@ -30,6 +34,8 @@ RUN_ACCELERATION = 25.0       # [m/s²]: 0.12 s from standing to a run (an insta
 JUMP_SPEED = 5.5              # [m/s]
 PLATFORMS = [((-6.0, 0.0), (18.0, 0.0)), ((5.0, 1.0), (6.5, 1.0)), ((8.5, 1.5), (10.0, 1.5))]
 """Ground and two platforms, segment end points [m]; high enough to run under, low enough to jump onto."""
+WIND_ZONES = [((11.0, 15.0), (-7.0, 1.0, 0.0))]
+"""(x range [m], wind velocity [m/s]) where the air moves: a headwind past the second platform."""
 
 
 @dataclass
@@ -58,7 +64,7 @@ def build_scene(app: App) -> tuple[Cloth, Hero]:
         segment = pymunk.Segment(space.static_body, a, b, 0.05)
         segment.friction = 0.9
         space.add(segment)
-    app.spawn(RigidBody2D(space.static_body, depth=6.0, friction=0.8))
+    app.spawn(RigidBody2D(space.static_body, depth=1.2, friction=0.8))
     body = pymunk.Body(70.0, math.inf)                                   # 70 kg, never tips over
     body.position = (0.0, HERO_SIZE[1] / 2 + 0.05)
     box = pymunk.Poly.create_box(body, HERO_SIZE)
@@ -73,10 +79,46 @@ def build_scene(app: App) -> tuple[Cloth, Hero]:
     shoulders = cape_mesh.side("top")
     offsets = cape_mesh.positions[shoulders] - (*body.position, 0.0)
     cape = Cloth.from_mesh(cape_mesh, "silk", thickness=0.01)
-    app.spawn(cape, Pin(index=shoulders, attach_to=hero_entity, offset=offsets))
+    app.spawn(cape, Pin(index=shoulders, attach_to=hero_entity, offset=offsets),
+              ClothStyle(front_color=(0.75, 0.08, 0.1), back_color=(0.35, 0.05, 0.3), subdivision=1))
+    app.spawn(Wind(velocity=(0.0, 0.0, 0.0), gust=0.3, turbulence=0.2, seed=3, active=False))
+    app.spawn(Camera(target=(0.0, 1.0, 0.0), distance=5.0, yaw=-0.45, pitch=0.18))   # side view, turned
+                                                                                         # to show the cape
+    app.add_system(read_keys, Stage.INPUT)
+    app.add_system(follow_hero, Stage.POST_STEP)                      # headless screenshots follow too
     app.add_system(control_hero, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS, before="sync_bodies")
+    app.add_system(blow_in_zones, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS)           # before the wind acts
     app.add_reporter(cape_report)
     return cape, hero
+
+
+def read_keys(app: App, dt: float) -> None:
+    """In a window, the keyboard drives the hero (the headless run follows SCRIPT)."""
+    state = app.resources.get(InputState)
+    if app.resources.get(Window) is None or state is None:
+        return
+    for _, hero in app.query(Hero):
+        hero.scripted = False
+        hero.run = float(pygame.K_RIGHT in state.keys) - float(pygame.K_LEFT in state.keys)
+        hero.jump = bool({pygame.K_SPACE, pygame.K_UP} & state.keys)
+
+
+def follow_hero(app: App, dt: float) -> None:
+    """Keep the side-view camera on the hero."""
+    for _, hero in app.query(Hero):
+        for _, camera in app.query(Camera):
+            camera.target[:2] = (hero.body.position.x, max(hero.body.position.y, 1.0))
+
+
+def blow_in_zones(app: App, dt: float) -> None:
+    """The wind blows while the hero is inside a wind zone."""
+    for _, hero in app.query(Hero):
+        x = hero.body.position.x
+        zone = next((velocity for (x0, x1), velocity in WIND_ZONES if x0 <= x <= x1), None)
+        for _, wind in app.query(Wind):
+            wind.active = zone is not None
+            if zone is not None:
+                wind.velocity[:] = zone
 
 
 def control_hero(app: App, dt: float) -> None:
@@ -121,6 +163,8 @@ def inside_hero(app: App, hero: Hero, margin: float = 0.0) -> np.ndarray:
 def main(argv: Sequence[str] | None = None) -> dict:
     app = App(dt=1 / 60, substeps=8)
     app.add_plugin(DefaultPlugins)
+    app.add_plugin(GLRenderPlugin(width=960, height=540))
+    app.add_plugin(WindowPlugin(title="Loom — cape"))
     build_scene(app)
     return run_app(app, argv, arg_parser=parser("python -m games.cape"))
 
