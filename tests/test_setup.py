@@ -1,6 +1,8 @@
 """The README's set-up commands and CI stay in step."""
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -29,11 +31,11 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 def test_main_demo_runs_headless_and_reports(tmp_path):
     demo = readme_commands()[0].split("&&", 1)[1].strip().split()
-    assert demo[:3] == ["python", "-m", "games.hanging_sheet"]
-    out = subprocess.run([sys.executable, "-m", "games.hanging_sheet", "--headless", "--frames", "300",
-                          "--report", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert demo[:2] == ["python", "-m"] and demo[2].startswith("games.")
+    out = subprocess.run([sys.executable, "-m", demo[2], *demo[3:], "--headless", "--frames", "120",
+                          "--report", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "SDL_AUDIODRIVER": "dummy"})
     assert out.returncode == 0, out.stderr
-    import json
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert report["frames"] == 300 and report["particles"] == 1024 and report["nan"] is False
-    assert report["max_strain"] < 0.01
+    assert report["frames"] == 120 and report["particles"] > 0 and report["nan"] is False
+    assert report["rejected_steps"] == 0
