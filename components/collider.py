@@ -227,14 +227,14 @@ class ColliderSet:
 
     Unified table, one row per collider (``entities`` gives its entity):
       kind (k,) int32 shape code; params (k, 4) shape sizes [m] (sphere r; capsule r, h; cylinder r, h;
-      box hx, hy, hz;
-      prism half_depth, first polygon row, polygon rows); margin (k,) [m]; friction (k,) [-];
+      box hx, hy, hz; prism half_depth, first polygon row, polygon rows); margin (k,) [m]; friction (k,) [-];
       pose0, pose1 (k, 7): quaternion (w, x, y, z) and position [m] at the start and end of the step
       (kernels interpolate them per substep); mesh (k,) int32 index into the mesh lists, −1 for none;
       polygons (P, 2) [m] all prism polygons; meshes and mesh_arrays, the TriangleMeshes and their
-      concatenated vertices, triangles and grids; impulse (k, 3) [N·s] and impulse_point (k, 4) (Σ|J|·point,
-      Σ|J|) that cloth contacts of every model (substepped and implicit) pushed into each collider this
-      step (two-way coupling)."""
+      concatenated vertices, triangles and grids; impulse (k, 3) [N·s] and impulse_point (k, 4)
+      (Σ|J|·point, Σ|J|) that cloth contacts of every model (substepped and implicit) pushed into each
+      collider this step (two-way coupling); touching, the collider entities cloth touched in the last
+      step (for ``collision_started`` events)."""
 
     def __init__(self) -> None:
         self.entities = np.zeros(0, np.int64)
@@ -251,6 +251,7 @@ class ColliderSet:
         self.impulse = np.zeros((0, 3))
         self.impulse_point = np.zeros((0, 4))
         self.last_pose: dict[int, np.ndarray] = {}
+        self.touching: set[int] = set()
 
     @property
     def count(self) -> int:

@@ -37,6 +37,8 @@ class Pin:
     """World targets at the end of the current step [m], (k, 3) (pin system scratch)."""
     bound: bool = field(init=False, default=False, repr=False)
     """True once the pin system has checked the indices against its cloth and filled missing targets."""
+    active_before: np.ndarray = field(init=False, repr=False)
+    """``active`` as the pin system saw it last step (to report releases and grabs as events)."""
 
     def __post_init__(self) -> None:
         idx = np.asarray(self.index)
@@ -72,6 +74,7 @@ class Pin:
             self.active = active.copy()
         self.step_start = np.zeros((k, 3))
         self.step_end = np.zeros((k, 3))
+        self.active_before = self.active.copy()
 
     # --- constructors ---------------------------------------------------------------------------
     @classmethod

@@ -7,8 +7,8 @@ from engine import mesh
 from engine.app import App
 from engine.clock import FixedClock
 from engine.mesh import Mesh
-from engine.plugin import Plugin, PluginGroup
+from engine.plugin import Plugin, PluginError, PluginGroup
 from engine.runner import WindowRunner
 from engine.schedule import Stage
 
-__all__ = ["App", "FixedClock", "Mesh", "Plugin", "PluginGroup", "Stage", "WindowRunner", "mesh"]
+__all__ = ["App", "FixedClock", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "WindowRunner", "mesh"]

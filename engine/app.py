@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import esper
 
 from engine.clock import FixedClock
-from engine.plugin import PluginLike, build_plugin, plugin_name
+from engine.plugin import ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins, plugin_name
 from engine.schedule import Schedule, Stage, System
 
 T = TypeVar("T")
@@ -37,11 +37,14 @@ class App:
     dt [s] is the fixed step (1/60 s suits a 60 Hz game); substeps splits each step into
     h = dt/substeps for the SUBSTEP stage (more substeps: stiffer, less stretchy cloth, more cost);
     max_steps caps the catch-up steps one ``update`` may take. threads, when given, sets numba's
-    thread count for parallel kernels (results do not depend on it).
+    thread count for parallel kernels (results do not depend on it). plugins: None (default) adds
+    nothing; "auto" adds every installed plugin of the ``loom.plugins`` entry-point group (after
+    the App is set up: add the core plugins first if the installed ones order against them — or
+    call ``add_plugins_from_entry_points()`` yourself after adding them); a list adds those.
     """
 
     def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 16, *, max_steps: int = 4,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, plugins: str | list[PluginLike] | None = None) -> None:
         self.clock = FixedClock(dt=dt, substeps=substeps, max_steps=max_steps)
         self.schedule = Schedule()
         self.resources: dict[type, Any] = {}
@@ -58,6 +61,13 @@ class App:
         if threads is not None:
             self.set_threads(threads)
         self._use()
+        if plugins == "auto":
+            self.add_plugins_from_entry_points()
+        elif isinstance(plugins, str):
+            raise ValueError(f"App.plugins = {plugins!r}: expected None, \"auto\" or a list of plugins")
+        elif plugins is not None:
+            for plugin in plugins:
+                self.add_plugin(plugin)
 
     def set_threads(self, threads: int) -> None:
         """Set numba's thread count for parallel kernels (1 … cores); results do not depend on it."""
@@ -158,6 +168,22 @@ class App:
         build_plugin(plugin, self)
         return self
 
+    def add_plugins_from_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[str]:
+        """Add every installed plugin of the entry-point ``group`` (by name order); return their names.
+
+        Raises PluginError naming the plugin that fails to import or to build."""
+        added = []
+        for name, plugin in entry_point_plugins(group):
+            try:
+                self.add_plugin(plugin)
+            except PluginError:
+                raise
+            except Exception as error:                   # a third-party build() failing
+                raise PluginError(f"loom plugin {name!r} failed to build: {type(error).__name__}: {error}") \
+                    from error
+            added.append(name)
+        return added
+
     @property
     def plugins(self) -> list[str]:
         """Names of the plugins built so far, in order."""
@@ -221,7 +247,7 @@ class App:
             raise ValueError(f"App.step frames = {frames!r}: must be an integer >= 0")
         self._use()
         clock = self.clock
-        dt, h, substeps = clock.dt, clock.h, clock.substeps
+        dt = clock.dt
         pre = self.schedule.systems(Stage.PRE_STEP)
         sub = self.schedule.systems(Stage.SUBSTEP)
         post = self.schedule.systems(Stage.POST_STEP)
@@ -229,6 +255,9 @@ class App:
             pre, sub, post = (tuple(self._timed(s) for s in group) for group in (pre, sub, post))
         start = time.perf_counter()
         for _ in range(frames):
+            # substeps are read per step: a system may change clock.substeps between steps (the
+            # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/guard.py)
+            h, substeps = clock.h, clock.substeps
             for system in pre:
                 system(self, dt)
             for k in range(substeps):

@@ -2,11 +2,22 @@
 
 A plugin is any object with ``build(app)``, or a plain function ``fn(app)``. A ``PluginGroup``
 bundles plugins so a game adds the whole default pipeline in one line and can leave members out.
+Installed packages offer plugins through the ``loom.plugins`` entry-point group (in their
+pyproject.toml: ``[project.entry-points."loom.plugins"] vortex = "loom_vortex:VortexPlugin"``); an
+App picks them up only when asked (``App(plugins="auto")`` or ``app.add_plugins_from_entry_points()``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
+
+ENTRY_POINT_GROUP = "loom.plugins"
+"""Entry-point group scanned for installed Loom plugins."""
+
+
+class PluginError(RuntimeError):
+    """A plugin could not be loaded or built; the message names it and its entry point."""
 
 
 @runtime_checkable
@@ -46,6 +57,10 @@ class PluginGroup:
                                  f"(members: {', '.join(members)})")
         return PluginGroup(*(p for p in self.plugins if plugin_name(p) not in names))
 
+    def disable(self, *names: str) -> PluginGroup:
+        """Return a copy of this group with the named members switched off (same as ``without``)."""
+        return self.without(*names)
+
     def members(self) -> list[str]:
         """Return the member plugin names, in build order."""
         return [plugin_name(p) for p in self.plugins]
@@ -68,3 +83,18 @@ def build_plugin(plugin: PluginLike, app: Any) -> None:
     else:
         raise TypeError(f"add_plugin: {plugin!r} is neither a plugin (with build(app)) nor a function (app)")
 
+
+
+def entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> list[tuple[str, PluginLike]]:
+    """Load every plugin registered under ``group``; return [(entry-point name, plugin), …] sorted by name.
+
+    Raises PluginError naming the first plugin whose import fails."""
+    found = sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
+    loaded = []
+    for ep in found:
+        try:
+            loaded.append((ep.name, ep.load()))
+        except Exception as error:                       # any import-time failure of a third-party plugin
+            raise PluginError(f"loom plugin {ep.name!r} ({ep.value}) failed to import: "
+                              f"{type(error).__name__}: {error}") from error
+    return loaded

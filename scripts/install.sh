@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything Loom's tests need on a fresh Debian machine: headless GL (Mesa llvmpipe via
-# EGL, for the moderngl renderer and screenshot tests), Xvfb, then Loom with its test extra.
+# EGL, for the moderngl renderer and screenshot tests), Xvfb, then Loom with its test extra and
+# the example plugin package.
 # Safe to run again: apt and pip skip what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,5 @@ if command -v apt-get >/dev/null 2>&1; then
     fi
 fi
 python -m pip install -q --disable-pip-version-check -e ".[test]"
+# the worked plugin package: the test suite checks that App(plugins="auto") discovers it
+python -m pip install -q --disable-pip-version-check --no-deps -e examples/loom_vortex

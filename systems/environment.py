@@ -43,6 +43,7 @@ PARALLEL_MIN_PARTICLES = 4_000
 def gather_colliders(app: App, dt: float) -> None:
     """Pack every active Collider with its Transform (start and end pose of this step) into ColliderSet."""
     packed = app.insert_resource(ColliderSet(), replace=False)
+    _report_new_contacts(app, packed)
     rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
     k = len(rows)
     entities = np.zeros(k, np.int64)
@@ -98,6 +99,15 @@ def gather_colliders(app: App, dt: float) -> None:
     packed.impulse_point = np.zeros((k, 4))
 
 
+def _report_new_contacts(app: App, packed: ColliderSet) -> None:
+    """Emit ``collision_started`` (collider entity, step) for each collider that cloth touched in the
+    last step but not in the step before; ``packed`` still holds the last step's impulses."""
+    touched = {int(e) for e, w in zip(packed.entities, packed.impulse_point[:, 3]) if w > 0.0}
+    for entity in sorted(touched - packed.touching):
+        app.emit("collision_started", collider=entity, step=app.clock.step_index - 1)
+    packed.touching = touched
+
+
 def collide_environment(app: App, h: float) -> None:
     """Project each substepped cloth's particles out of every collider, with friction and CCD."""
     packed = app.resources.get(ColliderSet)
@@ -117,13 +127,6 @@ def collide_environment(app: App, h: float) -> None:
                  packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
                  m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
                  packed.impulse, packed.impulse_point)
-
-
-def _matrix(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
 def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:

@@ -16,10 +16,21 @@ from engine import App
 
 
 def prepare_pins(app: App, dt: float) -> None:
-    """Bind new pins to their cloth, read this step's targets, and zero pinned inverse masses."""
-    for _, cloth, pin in app.query(Cloth, Pin):
+    """Bind new pins to their cloth, read this step's targets, and zero pinned inverse masses.
+
+    Emits ``pin_released`` and ``pin_grabbed`` (entity, particles, step) when ``active`` flags change."""
+    for entity, cloth, pin in app.query(Cloth, Pin):
         if not pin.bound:
             _bind(app, cloth, pin)
+        if not np.array_equal(pin.active, pin.active_before):
+            changed = pin.active != pin.active_before
+            released = pin.index[changed & ~pin.active]
+            grabbed = pin.index[changed & pin.active]
+            pin.active_before[:] = pin.active
+            if released.size:
+                app.emit("pin_released", entity=entity, particles=released.tolist(), step=app.clock.step_index)
+            if grabbed.size:
+                app.emit("pin_grabbed", entity=entity, particles=grabbed.tolist(), step=app.clock.step_index)
         idx = pin.index
         pin.step_start[:] = cloth.x[idx]
         if pin.attach_to is None:

@@ -1,0 +1,156 @@
+"""Third-party plugins by entry point, replacing core systems, plugin errors, and events."""
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from components import Cloth, Collider, Pin, Plane, Tearable, Transform
+from engine import App, PluginError, Stage, mesh
+from engine import plugin as plugin_module
+from systems import ClothSet, DefaultPlugins
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "loom_vortex"
+
+
+@pytest.fixture(scope="module")
+def vortex_installed():
+    """The example plugin package, installed (the README's test command installs it; this makes sure)."""
+    names = {ep.name for ep in metadata.entry_points(group="loom.plugins")}
+    if not {"vortex", "sewing"} <= names:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", str(EXAMPLE)], check=True)
+        importlib.invalidate_caches()
+    return importlib.import_module("loom_vortex")
+
+
+def test_entry_point_plugins_are_discovered_and_run_in_declared_order(vortex_installed):
+    app = App(plugins="auto")
+    app.add_plugin(DefaultPlugins)
+    assert {"VortexPlugin", "SewingPlugin"} <= set(app.plugins)
+    order = app.schedule.names(Stage.SUBSTEP)
+    assert order.index("solve_constraints") < order.index("sew") < order.index("collide_environment")
+    assert "swirl" in app.schedule.names(Stage.PRE_STEP)
+    app.close()
+
+
+def test_entry_point_sewing_constraint_closes_a_seam(vortex_installed):
+    app = App(plugins="auto")
+    app.add_plugin(DefaultPlugins)
+    sheet = mesh.grid(12, 12, 1.0, 1.0, plane="xz")
+    cloth = Cloth.from_mesh(sheet, "cotton", tethers=False)
+    left, right = sheet.side("left"), sheet.side("right")
+    app.spawn(cloth, vortex_installed.Seam(np.stack([left, right], axis=1), compliance=0.0))
+    app.insert_resource(__import__("components").Gravity((0.0, 0.0, 0.0)))
+    gap0 = float(np.linalg.norm(cloth.x[left] - cloth.x[right], axis=1).max())
+    app.step(240)
+    gap = float(np.linalg.norm(cloth.x[left] - cloth.x[right], axis=1).max())
+    assert gap < 0.02 * gap0, f"seam still {gap:.4f} m open (started at {gap0:.3f} m)"
+    assert np.isfinite(cloth.x).all()
+    app.close()
+
+
+def test_entry_point_vortex_swirls_cloth_around_its_axis(vortex_installed):
+    app = App(plugins="auto")
+    app.add_plugin(DefaultPlugins)
+    app.insert_resource(__import__("components").Gravity((0.0, 0.0, 0.0)))
+    cloth = Cloth.from_particles([[0.5, 0.0, 0.0]], mass=0.1, links=np.zeros((0, 2), np.int32))
+    app.spawn(cloth)
+    app.spawn(vortex_installed.Vortex(center=(0, 0, 0), axis=(0, 1, 0), strength=4.0, pull=0.0, radius=2.0))
+    app.step(10)
+    # axis × r for r along +x and axis +y points along −z: the particle starts swirling that way
+    assert cloth.v[0, 2] < -0.05 and abs(cloth.v[0, 1]) < 1e-12
+    app.close()
+
+
+def test_a_core_system_is_replaced_by_name():
+    app = App()
+    app.add_plugin(DefaultPlugins)
+    calls = []
+
+    def my_self_collision(app: App, h: float) -> None:
+        calls.append(h)
+
+    app.replace_system("collide_self", my_self_collision)
+    app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0)))
+    app.step()
+    assert len(calls) == app.clock.substeps
+    order = app.schedule.names(Stage.SUBSTEP)
+    assert order.index("collide_environment") < order.index("collide_self") < order.index("update_velocities")
+    app.close()
+
+
+def test_a_core_plugin_can_be_left_out_and_replaced():
+    app = App()
+    app.add_plugin(DefaultPlugins.disable("SelfCollisionPlugin"))
+    assert "collide_self" not in app.schedule.names(Stage.SUBSTEP)
+    app.add_system(lambda app, h: None, Stage.SUBSTEP, name="my_collide_self", in_set=ClothSet.SELF_COLLIDE)
+    assert "my_collide_self" in app.schedule.names(Stage.SUBSTEP)
+    app.close()
+
+
+class _BrokenEntryPoint:
+    name, value = "broken", "loom_broken_plugin:Plugin"
+
+    def load(self):
+        raise ModuleNotFoundError("No module named 'loom_broken_plugin'")
+
+
+def test_a_broken_plugin_gives_one_clear_error_naming_it(monkeypatch):
+    monkeypatch.setattr(plugin_module.metadata, "entry_points", lambda group: [_BrokenEntryPoint()])
+    with pytest.raises(PluginError, match=r"loom plugin 'broken' \(loom_broken_plugin:Plugin\) failed to import: "
+                                          r"ModuleNotFoundError"):
+        App(plugins="auto")
+
+
+def test_a_plugin_that_fails_to_build_is_named(monkeypatch):
+    class Exploding:
+        def build(self, app):
+            raise KeyError("missing resource")
+
+    class EP:
+        name, value = "exploding", "somewhere:Exploding"
+
+        def load(self):
+            return Exploding
+
+    monkeypatch.setattr(plugin_module.metadata, "entry_points", lambda group: [EP()])
+    with pytest.raises(PluginError, match=r"loom plugin 'exploding' failed to build: KeyError"):
+        App(plugins="auto")
+
+
+def test_events_fire_with_payloads(make_app):
+    app = make_app()
+    events: dict[str, list[dict]] = {}
+    for name in ("pin_released", "pin_grabbed", "collision_started", "step_rejected", "cloth_torn"):
+        app.on(name, lambda name=name, **payload: events.setdefault(name, []).append(payload))
+    floor = app.spawn(Collider(Plane()), Transform(position=(0.0, 0.0, 0.0)))
+    sheet = mesh.grid(8, 8, 0.5, 0.5, center=(0.0, 0.3, 0.0), plane="xz")
+    cloth = Cloth.from_mesh(sheet)
+    pin = Pin.corners(sheet, "top")
+    entity = app.spawn(cloth, pin)
+    app.step(5)
+    pin.release(0)
+    app.step(60)
+    pin.grab(0)
+    app.step(1)
+    assert events["pin_released"][0]["entity"] == entity
+    assert events["pin_released"][0]["particles"] == [int(pin.index[0])]
+    assert events["pin_grabbed"][0]["particles"] == [int(pin.index[0])]
+    assert [e["collider"] for e in events["collision_started"]] == [floor], events.get("collision_started")
+    # a cloth pulled apart tears
+    torn = make_app()
+    torn.on("cloth_torn", lambda **payload: events.setdefault("cloth_torn", []).append(payload))
+    strip = mesh.grid(12, 4, 1.0, 0.3)
+    band = Cloth.from_mesh(strip, "silk", tethers=False)
+    ends = Pin(index=np.concatenate([strip.side("left"), strip.side("right")]))
+    torn.spawn(band, ends, Tearable(tear_strain=0.2, tear_time=0.02))
+    torn.step(1)
+    ends.target[len(strip.side("left")):] += (1.0, 0.0, 0.0)          # yank the right end 1 m away
+    torn.step(30)
+    assert events.get("cloth_torn"), "pulling the strip apart should tear it"
