@@ -30,7 +30,7 @@ from components import Cloth, Collider, ColliderSet, Transform
 from components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
                                  Prism, Sphere, TriangleMesh, rotation_to_quaternion)
 from engine import App
-from systems.shapes import pose, sdf
+from systems.shapes import basic_sdf, is_basic, pose, sdf
 
 CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
@@ -155,8 +155,9 @@ def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
 # --- kernels --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
-    """Collider poses at the substep's start and end (rotations (k, 3, 3), positions (k, 3)) and
-    each shape's bounding-ball radius [m] (0: unbounded), shared by every particle range."""
+    """Collider poses at the substep's start and end (rotations (k, 3, 3), positions (k, 3)), each
+    shape's bounding-ball radius [m] (0: unbounded) and an upper bound on how far any point of its
+    surface moves in the substep [m], shared by every particle range."""
     k = kind.shape[0]
     rot0 = np.empty((k, 3, 3))
     rot1 = np.empty((k, 3, 3))
@@ -178,12 +179,22 @@ def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
             for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
                 far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
             bound[c] = math.sqrt(far + params[c, 0] ** 2)
-    return rot0, rot1, pos0, pos1, bound
+    motion = np.empty(k)                             # how far any surface point moves this substep [m]
+    for c in range(k):
+        turn = 0.0
+        for i in range(3):
+            for j in range(3):
+                turn = max(turn, abs(rot1[c, i, j] - rot0[c, i, j]))
+        shift = math.sqrt((pos1[c, 0] - pos0[c, 0]) ** 2 + (pos1[c, 1] - pos0[c, 1]) ** 2
+                          + (pos1[c, 2] - pos0[c, 2]) ** 2)
+        motion[c] = shift + 3.0 * turn * (bound[c] if bound[c] > 0.0 else 1e300)
+    return rot0, rot1, pos0, pos1, bound, motion
 
 
 @numba.njit(cache=True)
 def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                   rot0, rot1, pos0, pos1, bound, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, acc):
+                   rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev,
+                   x, acc):
     """Contacts of the particles of range ``chunk`` (of CHUNKS) against every collider: writes their x
     and adds the momentum they give each collider to acc[chunk] (k, 7)."""
     n = x.shape[0]
@@ -200,22 +211,22 @@ def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv,
             ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
             lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
             swept = False
-            if kind[c] == PLANE:                     # planes and spheres inline: the call costs more
-                sd[0] = lx * params[c, 0] + ly * params[c, 1] + lz * params[c, 2]
-                if sd[0] >= reach:
+            kc, pa, pb, pc = kind[c], params[c, 0], params[c, 1], params[c, 2]
+            basic = is_basic(kc)
+            # relative motion this substep bounds how far the path can reach: far particles skip early
+            moved = math.sqrt((x[p, 0] - x_prev[p, 0]) ** 2 + (x[p, 1] - x_prev[p, 1]) ** 2
+                              + (x[p, 2] - x_prev[p, 2]) ** 2) + motion[c]
+            if kc == BOX:
+                if max(abs(lx) - pa, abs(ly) - pb, abs(lz) - pc) > reach + moved:
                     continue
-                sd[1], sd[2], sd[3] = params[c, 0], params[c, 1], params[c, 2]
-            elif kind[c] == SPHERE and (lx * lx + ly * ly + lz * lz > (params[c, 0] + reach) ** 2
-                                        and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2
-                                        + (x_prev[p, 2] - q0[2]) ** 2 > (params[c, 0] + reach) ** 2):
-                continue                             # start and end outside the ball: no contact, no sweep
-            elif bound[c] > 0.0 and lx * lx + ly * ly + lz * lz > (bound[c] + reach) ** 2 \
-                    and (x_prev[p, 0] - q0[0]) ** 2 + (x_prev[p, 1] - q0[1]) ** 2 \
-                    + (x_prev[p, 2] - q0[2]) ** 2 > (bound[c] + reach) ** 2:
-                continue                             # far from the shape's bounding ball at both ends
+            elif bound[c] > 0.0 and math.sqrt(lx * lx + ly * ly + lz * lz) - bound[c] > reach + moved:
+                continue
+            if basic:
+                sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
             else:
                 sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
-            if kind[c] != MESH and kind[c] != PLANE:
+            # fast relative motion (particle plus collider moved more than the margin): sweep the path
+            if kc != MESH and kc != PLANE and moved > reach:
                 sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
                     + r0[2, 0] * (x_prev[p, 2] - q0[2])
                 sy = r0[0, 1] * (x_prev[p, 0] - q0[0]) + r0[1, 1] * (x_prev[p, 1] - q0[1]) \
@@ -223,8 +234,11 @@ def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv,
                 sz = r0[0, 2] * (x_prev[p, 0] - q0[0]) + r0[1, 2] * (x_prev[p, 1] - q0[1]) \
                     + r0[2, 2] * (x_prev[p, 2] - q0[2])
                 span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
-                if span > reach:                     # fast: sweep the path by conservative advancement
-                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
+                if span > reach:                     # conservative advancement along the path
+                    if basic:
+                        sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, sx, sy, sz)
+                    else:
+                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
                     heading = sd[1] * (lx - sx) + sd[2] * (ly - sy) + sd[3] * (lz - sz)
                     # it started outside the shape itself, and not on the margin moving away
                     if sd[0] > 0.0 and (sd[0] - reach > 1e-9 or heading < 0.0):
@@ -236,8 +250,12 @@ def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv,
                             t += gap / span
                             if t >= 1.0:
                                 break
-                            sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                                 sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz), sd)
+                            mx, my, mz = sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz)
+                            if basic:
+                                sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, mx, my, mz)
+                            else:
+                                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, mx, my, mz,
+                                    sd)
                         if t < 1.0:                  # hit: keep the rest of the path, minus its
                             hx = sx + t * (lx - sx)      # component into the surface (slide along it)
                             hy = sy + t * (ly - sy)
@@ -250,7 +268,10 @@ def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv,
                                 rz -= into * sd[3]
                             lx, ly, lz = hx + rx, hy + ry, hz + rz
                             swept = True
-                    sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+                    if basic:
+                        sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
+                    else:
+                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
             if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
                 continue
             depth = max(reach - sd[0], 0.0)
@@ -319,12 +340,12 @@ def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygo
     impulses, added up in range order afterwards: ``_collide_parallel`` (its twin) runs the ranges
     on all threads with the same result (the n = 128 drape spent 13 ms of a 76 ms step here,
     serially); small cloths stay serial, where thread start-up costs more than it saves."""
-    rot0, rot1, pos0, pos1, bound = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
+    rot0, rot1, pos0, pos1, bound, motion = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
     acc = np.zeros((CHUNKS, kind.shape[0], 7))
     for chunk in range(CHUNKS):
         _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                       rot0, rot1, pos0, pos1, bound, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x,
-                       acc)
+                       rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h,
+                       x_prev, x, acc)
     _reduce(acc, impulse, impulse_point)
 
 
@@ -333,10 +354,10 @@ def _collide_parallel(kind, params, margin, friction, pose0, pose1, a0, a1, poly
                       mcell, mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse,
                       impulse_point):
     """Twin of ``_collide_serial`` with the particle ranges on all threads (same result, bit for bit)."""
-    rot0, rot1, pos0, pos1, bound = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
+    rot0, rot1, pos0, pos1, bound, motion = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
     acc = np.zeros((CHUNKS, kind.shape[0], 7))
     for chunk in prange(CHUNKS):
         _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                       rot0, rot1, pos0, pos1, bound, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x,
-                       acc)
+                       rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h,
+                       x_prev, x, acc)
     _reduce(acc, impulse, impulse_point)
