@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks import drape, sheet
+from benchmarks import drape, scenes, sheet
 
-BENCHMARKS = {"drape": drape, "sheet": sheet}
+BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,120 @@
+"""Scene benchmark: the games' scenes headless, whole frames timed — what a player's CPU pays.
+
+For each scene, 600 fixed frames are timed one by one (median and p99 of the simulation time per
+frame, no profiling overhead), then 120 more frames run with per-system timing for the breakdown
+(ms per frame by group: integration, constraints, environment, self_collision, pins, wind,
+bodies, other). One JSON line per scene; ``--profile`` also prints a per-system table to stderr.
+
+Run: python -m benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads 1|2] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from components import Cloth, Pin, Wind
+from engine import App, mesh
+from systems import DefaultPlugins
+
+GROUPS = {
+    "predict_positions": "integration", "update_velocities": "integration", "predict_verlet": "integration",
+    "update_verlet_velocities": "integration", "integrate_springs": "integration",
+    "update_spring_velocities": "integration", "clear_forces": "integration",
+    "solve_constraints": "constraints", "relax_verlet_links": "constraints", "limit_spring_deformation": "constraints",
+    "refresh_tethers": "constraints", "step_implicit": "constraints",
+    "collide_environment": "environment", "gather_colliders": "environment",
+    "collide_self": "self_collision",
+    "prepare_pins": "pins", "pin_particles": "pins", "hold_grabs": "pins", "move_grabs": "pins",
+    "apply_wind": "wind",
+    "sync_bodies": "bodies", "collect_impulses": "bodies",
+}
+
+
+def _flags100(app: App) -> list[Cloth]:
+    """100 flags of 16×16 particles (0.6 m × 0.4 m) on a 10 × 10 grid of poles, in gusty wind."""
+    clothes = []
+    for k in range(100):
+        centre = (1.0 * (k % 10), 1.0 + 0.8 * (k // 10), 0.0)
+        flag = mesh.grid(16, 16, 0.6, 0.4, center=centre)
+        cloth = Cloth.from_mesh(flag, "cotton")
+        app.spawn(cloth, Pin.edge(flag, "left"))
+        clothes.append(cloth)
+    app.spawn(Wind(velocity=(6.0, 0.0, 1.0), gust=0.3, turbulence=0.2, seed=5))
+    return clothes
+
+
+def _scene(name: str) -> tuple[int, Callable[[App], object]]:
+    """(substeps, build) for a scene name; the games are imported only when asked for."""
+    if name == "cape":
+        from games import cape
+        return 8, cape.build_scene
+    if name == "flag":
+        from games import flag
+        return 8, flag.build_scene
+    if name == "drape":
+        from games import drape
+        return drape.SUBSTEPS, lambda app: drape.build_scene(app, n=64)
+    if name == "sandbox":
+        from games import sandbox
+        return 16, sandbox.build_scene
+    if name == "flags100":
+        return 8, _flags100
+    raise ValueError(f"--scene {name!r}: expected one of {', '.join(SCENES)}")
+
+
+SCENES = ("cape", "flag", "drape", "sandbox", "flags100")
+
+
+def run(name: str, *, frames: int, threads: int, profile: bool) -> dict:
+    substeps, build = _scene(name)
+    app = App(dt=1 / 60, substeps=substeps, threads=threads)
+    app.add_plugin(DefaultPlugins)
+    build(app)
+    start = time.perf_counter()
+    app.step(1)                                          # compile or load cached kernels
+    warmup = time.perf_counter() - start
+    times = np.empty(frames)
+    for f in range(frames):
+        t0 = time.perf_counter()
+        app.step(1)
+        times[f] = time.perf_counter() - t0
+    app.profiling = True
+    profiled = max(frames // 5, 1)
+    app.step(profiled)
+    groups: dict[str, float] = {}
+    for system, seconds in app.system_seconds.items():
+        group = GROUPS.get(system, "other")
+        groups[group] = groups.get(group, 0.0) + seconds
+    if profile:
+        print(f"{name}: ms per frame by system ({profiled} frames)", file=sys.stderr)
+        for system, seconds in sorted(app.system_seconds.items(), key=lambda kv: -kv[1]):
+            print(f"  {system:<28} {1000 * seconds / profiled:8.3f}", file=sys.stderr)
+    report = app.report()
+    record = {
+        "scene": name, "particles": report["particles"], "cloths": report["cloths"], "frames": frames,
+        "substeps": substeps, "threads": threads,
+        "sim_ms_median": round(1000 * float(np.median(times)), 3),
+        "sim_ms_p99": round(1000 * float(np.percentile(times, 99)), 3),
+        "ms_per_frame": {g: round(1000 * s / profiled, 3) for g, s in sorted(groups.items())},
+        "warmup_s": round(warmup, 3), "nan": report["nan"], "rejected_steps": report["rejected_steps"],
+    }
+    app.close()
+    return record
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks scenes", description=__doc__.splitlines()[0])
+    p.add_argument("--scene", nargs="+", default=["cape", "flag", "drape", "flags100"], choices=SCENES)
+    p.add_argument("--frames", type=int, default=600)
+    p.add_argument("--threads", type=int, choices=(1, 2), default=1)
+    p.add_argument("--profile", action="store_true", help="print a per-system table to stderr")
+    args = p.parse_args(argv)
+    if args.frames < 1:
+        p.error(f"--frames {args.frames}: must be >= 1")
+    for name in args.scene:
+        print(json.dumps(run(name, frames=args.frames, threads=args.threads, profile=args.profile)), flush=True)
