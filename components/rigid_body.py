@@ -40,8 +40,10 @@ class RigidBody2D:
     """Friction of the colliders [-]; None: each pymunk shape's own friction."""
     thickness: float = 0.0
     """Extra contact margin of the colliders [m] (a Poly's or Segment's radius is added to it)."""
+    shapes: list[Any] = field(init=False, default_factory=list, repr=False)
+    """The body's pymunk shapes, in the order fixed when the bridge first saw them."""
     shape_entities: list[int] = field(init=False, default_factory=list, repr=False)
-    """Collider entities made for the body's shapes (filled by the bridge on first sight)."""
+    """Collider entities made for those shapes, in the same order (filled by the bridge on first sight)."""
     pending_impulse: list[tuple[float, float, float, float]] = field(init=False, default_factory=list, repr=False)
     """Impulses (jx, jy, px, py) in pymunk units still to apply to the body."""
 

@@ -40,7 +40,7 @@ def sync_bodies(app: App, dt: float) -> None:
             own.position[:] = (body.position.x / rigid.scale, body.position.y / rigid.scale, rigid.z)
             c, s = math.cos(body.angle), math.sin(body.angle)
             own.rotation[:] = ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
-        for entity, shape in zip(rigid.shape_entities, _shapes(body)):
+        for entity, shape in zip(rigid.shape_entities, rigid.shapes):
             transform = app.get(entity, Transform)
             centre, angle = _shape_pose(rigid, shape)
             transform.position[:] = (centre[0], centre[1], rigid.z)
@@ -68,14 +68,13 @@ def collect_impulses(app: App, dt: float) -> None:
                                           point[0] * rigid.scale, point[1] * rigid.scale))
 
 
-def _shapes(body: pymunk.Body) -> list[pymunk.Shape]:
-    """The body's shapes in a fixed order (pymunk keeps a set)."""
-    return sorted(body.shapes, key=lambda s: id(s))
-
-
 def _bind(app: App, rigid: RigidBody2D) -> None:
-    """Create one collider entity per shape of the body (once: components are not added per frame)."""
-    for shape in _shapes(rigid.body):
+    """Create one collider entity per shape of the body (once: components are not added per frame).
+
+    pymunk keeps a body's shapes in a set; the order is fixed here, on the component, so a snapshot
+    pairs every shape with its collider again (an order recomputed from ids would not survive a load)."""
+    rigid.shapes = list(rigid.body.shapes)
+    for shape in rigid.shapes:
         s = rigid.scale
         margin = rigid.thickness
         if isinstance(shape, pymunk.Circle):
