@@ -32,7 +32,7 @@ import numpy as np
 from engine import mesh as _mesh
 
 __all__ = ["ObjError", "load_obj", "save_obj", "save_ply", "frame_path", "save_frame", "export_frames",
-           "complete_frames", "FRAME_FORMATS"]
+           "complete_frames", "remove_stale_temporaries", "FRAME_FORMATS"]
 
 FRAME_FORMATS = ("obj", "ply")
 """File formats ``save_frame`` and ``export_frames`` write."""
@@ -91,7 +91,7 @@ def load_obj(path: str | _os.PathLike, *, uv: bool = True) -> _mesh.Mesh:
                 v, t = _parse_corner(name, line_number, corner, len(positions), len(coords))
                 v_idx.append(v)
                 t_idx.append(t)
-            if t_idx[0] is None or any(t is None for t in t_idx):
+            if any(t is None for t in t_idx):
                 without_uv = without_uv or line_number
             if any(t is not None for t in t_idx):
                 with_uv = with_uv or line_number
@@ -123,8 +123,10 @@ def load_obj(path: str | _os.PathLike, *, uv: bool = True) -> _mesh.Mesh:
         return _mesh.from_triangles(np.asarray(positions, dtype=np.float64), tri, uv_array)
     except ValueError as error:                          # map the mesh's "triangles[k]" back to a file line
         message = str(error)
-        found = _re.search(r"triangles\[(\d+)\]", message)
-        where = f"{name}:{triangle_lines[int(found.group(1))]}" if found else name
+        found = _re.findall(r"triangles\[(\d+)\]", message)    # the last one named is the offending one
+        where = f"{name}:{triangle_lines[int(found[-1])]}" if found else name
+        if found:
+            message = message.replace("from_triangles.", "") + " (triangles and vertices counted from 0)"
         raise ObjError(f"{where}: {message}") from None
 
 
