@@ -1,46 +1,117 @@
 """Drape: a tablecloth dropped over a round table with a ball on it (Fuhrmann 2003 fig. 2; Baraff & Witkin fig. 1).
 
-Self-collision is on, so the overhanging cloth folds onto itself without crossing.
+Self-collision is on, so the overhanging cloth folds onto itself without crossing. B cycles the
+bending stiffness (stiff, medium, limp) and M the model (xpbd → verlet → mass_spring → implicit),
+live: the tablecloth is rebuilt where it is, moving as it was, so the same fall can finish in another
+fabric or solver.
 
-Run: python -m games.drape [--headless --frames 300 --report json] [--n 64] [--model xpbd]
+Run: python -m games.drape [--headless --frames 300 --report json] [--n 48] [--model xpbd] [--screenshot out.png]
+Keys (window): B bending, M model, right-drag orbit, middle-drag pan, wheel zoom, V views, H HUD, Esc quit.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from components import MODELS, Cloth, Collider, Cylinder, Plane, Sphere, Transform
-from engine import App, mesh
+import pygame
+
+from components import MODELS, Camera, Cloth, ClothStyle, Collider, Cylinder, InputState, Plane, Sphere, Transform
+from components.models import SETTINGS
+from engine import App, Mesh, Stage, mesh
 from engine.runner import parser, run_app
 from systems import DefaultPlugins
+from systems.render_gl import GLRenderPlugin
+from systems.window_runner import WindowPlugin
 
 TABLE_RADIUS = 0.5           # [m]
 TABLE_HEIGHT = 0.75          # [m], top surface
 CLOTH_SIZE = 1.6             # [m], square
 SUBSTEPS = 8                 # per 1/60 s step: a slow drape needs fewer than a flag
+BENDING = {"stiff": 0.005, "medium": 0.5, "limp": 10.0}
+"""bend_compliance [m/N] of each B level (xpbd; medium is cotton's)."""
+MODEL_BENDING = {"verlet": ("bend_min", (1.0, 0.9, 0.8)), "mass_spring": ("bend_stiffness", (20.0, 5.0, 0.5)),
+                 "implicit": ("bend_stiffness", (1e-2, 1e-3, 1e-4))}
+"""The same three levels for the other models, in their own settings: Fuhrmann's d_min of bending pairs [-],
+Provot's flexion spring [N/m], Baraff & Witkin's bend condition [N·m] (the middle value is each default)."""
+
+
+@dataclass
+class Drape:
+    """App resource: the tablecloth's entity and mesh, and the bending level in use."""
+
+    cloth: int
+    """Entity of the tablecloth."""
+    sheet: Mesh
+    """The mesh it was made from."""
+    bending: str = "medium"
+    """Key of BENDING."""
 
 
 def build_scene(app: App, n: int = 64, model: str = "xpbd") -> Cloth:
-    """Spawn floor, round table, a ball on it and an n×n tablecloth 0.3 m above; return the cloth."""
+    """Spawn floor, round table, a ball on it and an n×n tablecloth 0.35 m above; return the cloth."""
     app.spawn(Collider(Plane(), friction=0.6), Transform())
     table_top = Transform(position=(0.0, TABLE_HEIGHT - 0.015, 0.0))
     app.spawn(Collider(Cylinder(TABLE_RADIUS, 0.015), friction=0.6), table_top)   # a 3 cm thick round top
     app.spawn(Collider(Sphere(0.15), friction=0.6), Transform(position=(0.15, TABLE_HEIGHT + 0.15, -0.1)))
-    spacing = CLOTH_SIZE / (n - 1)
     sheet = mesh.grid(n, n, CLOTH_SIZE, CLOTH_SIZE, center=(0.0, TABLE_HEIGHT + 0.35, 0.0), plane="xz")
-    cloth = Cloth.from_mesh(sheet, "cotton", model=model, thickness=max(spacing, 0.005), self_collision=True)
-    app.spawn(cloth)
+    cloth = tablecloth(sheet, model, "medium")
+    entity = app.spawn(cloth, ClothStyle(front_color=(0.92, 0.9, 0.86), back_color=(0.75, 0.2, 0.2),
+                                         checker_scale=0.2))
+    app.spawn(Camera(target=(0.0, 0.5, 0.0), distance=2.7, yaw=0.5, pitch=0.4))       # [m], [rad]
+    app.insert_resource(Drape(entity, sheet))
+    app.add_system(switch_keys, Stage.INPUT)
+    app.add_reporter(drape_report)
     return cloth
+
+
+def tablecloth(sheet: Mesh, model: str, bending: str) -> Cloth:
+    """A self-colliding cotton cloth on ``sheet`` for ``model``, with the ``bending`` level of BENDING."""
+    spacing = CLOTH_SIZE / (sheet.grid_shape[0] - 1)
+    settings = None
+    if model in MODEL_BENDING:
+        knob, values = MODEL_BENDING[model]
+        settings = SETTINGS[model](**{knob: values[list(BENDING).index(bending)]})
+    return Cloth.from_mesh(sheet, "cotton", model=model, settings=settings, thickness=max(spacing, 0.005),
+                           bend_compliance=BENDING[bending], self_collision=True)
+
+
+def switch_keys(app: App, dt: float) -> None:
+    """B: next bending level; M: next model. Either rebuilds the tablecloth where it is, as it moves."""
+    state = app.resources.get(InputState)
+    if state is None or not state.keys_pressed:
+        return
+    drape = app.resource(Drape)
+    old = app.get(drape.cloth, Cloth)
+    model = old.model
+    if pygame.K_b in state.keys_pressed:
+        levels = list(BENDING)
+        drape.bending = levels[(levels.index(drape.bending) + 1) % len(levels)]
+    if pygame.K_m in state.keys_pressed:
+        model = MODELS[(MODELS.index(model) + 1) % len(MODELS)]
+    if model == old.model and old.material.bend_compliance == BENDING[drape.bending]:
+        return
+    cloth = tablecloth(drape.sheet, model, drape.bending)
+    cloth.x[:], cloth.v[:], cloth.x_prev[:] = old.x, old.v, old.x_prev
+    app.add_component(drape.cloth, cloth)                   # on a key press, not per frame
+
+
+def drape_report(app: App) -> dict:
+    """The tablecloth's model and bending level."""
+    drape = app.resource(Drape)
+    return {"model": app.get(drape.cloth, Cloth).model, "bending": drape.bending}
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = parser("python -m games.drape")
-    p.add_argument("--n", type=int, default=64, help="cloth particles per side (default 64)")
+    p.add_argument("--n", type=int, default=48, help="cloth particles per side (default 48)")
     p.add_argument("--model", choices=MODELS, default="xpbd")
     args, _ = p.parse_known_args(argv)
     if args.n < 2:
         p.error(f"--n = {args.n}: a cloth needs at least 2 particles per side")
     app = App(dt=1 / 60, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
+    app.add_plugin(GLRenderPlugin(width=960, height=640))
+    app.add_plugin(WindowPlugin(title="Loom — drape: B bending · M model"))
     build_scene(app, n=args.n, model=args.model)
     return run_app(app, argv, arg_parser=p)
 

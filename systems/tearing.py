@@ -218,6 +218,7 @@ def _extend_pin(pin: Pin, source: np.ndarray, n: int) -> None:
     rows = rows[picked]
     pin.index = np.ascontiguousarray(np.concatenate([pin.index, (n + picked).astype(np.int32)]))
     pin.active = np.concatenate([pin.active, pin.active[rows]])
+    pin.active_before = np.concatenate([pin.active_before, pin.active_before[rows]])
     pin.step_start = np.concatenate([pin.step_start, pin.step_start[rows]])
     pin.step_end = np.concatenate([pin.step_end, pin.step_end[rows]])
     if pin.target is not None:

@@ -1,0 +1,258 @@
+"""Sandbox: a hanging cloth to play with — grab, blow, tear, pin, and switch model and fabric live.
+
+A 1 m square sheet hangs from its top corners over a floor (Provot 1995's hanging cloth). Grabbing
+is Fuhrmann et al. 2003 §3 "User input" (the grabbed particle gets infinite mass and follows the
+cursor at its depth), blowing is Schönberger §3.3 (air from the camera toward the cursor), tearing
+breaks links strained past 50 % for 0.05 s (systems/tearing.py).
+
+Run: python -m games.sandbox [--headless --frames 300 --report json] [--screenshot out.png]
+
+Keys (window):
+    left-drag    grab the particle under the cursor      T      tearing on/off
+    Space or B   blow from the camera toward the cursor  P      pin / unpin the particle under the cursor
+    M            next model: xpbd → verlet → mass_spring → implicit (live, keeps pins, tears and motion)
+    1 … 5        fabric: cotton, silk, denim, leather, rubber (live, the same way)
+    R            reset the cloth (keeps model and fabric)
+    right-drag orbit · middle-drag pan · wheel zoom · V views · H HUD · C colliders · Esc quit
+
+Headless, nobody holds the mouse, so a scripted player uses the same controls (``play_script``;
+simulated time [s], a virtual 960 × 640 px window):
+    1.0–2.0  left-drag the bottom-left corner 0.3 m left and 0.35 m up, then let go
+    2.3–3.5  two hands take the bottom edge 0.35 m apart and pull 0.5 m outward each (in 0.8 s), hold, let go:
+             it tears (a hand holds one particle, so the cloth rips around it first)
+    3.7–4.4  hold Space with the cursor on the middle of the cloth
+    4.6      press M: the cloth goes on as a verlet cloth
+The report adds model, material, tearing, pieces (connected pieces of cloth), tears, pinned and held.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pygame
+
+from components import (MODELS, Blower, Camera, Cloth, ClothMaterial, Collider, Grab, InputState, Pin,
+                        Plane, Tearable, Transform)
+from components.render import ClothStyle
+from engine import App, Mesh, Stage, mesh
+from engine.runner import parser, run_app
+from systems import ClothSet, DefaultPlugins
+from systems.picking import pick_particle, update_blower, update_grab
+from systems.render_gl import GLRenderPlugin
+from systems.window_runner import WindowPlugin
+
+SIDE = 32                     # particles per side of the sheet
+SIZE = 1.0                    # [m]
+HANG = 1.5                    # [m] height of the top edge
+SUBSTEPS = 16                 # per 1/60 s step: mass_spring's explicit springs need h ≈ 1 ms at this mesh
+MATERIAL_KEYS = (pygame.K_1, pygame.K_2, pygame.K_3, pygame.K_4, pygame.K_5)
+MATERIALS = ("cotton", "silk", "denim", "leather", "rubber")
+BLOWER_SPEED = 20.0           # [m/s] at the nozzle: ≈ 5 m/s at the cloth 2.5 m away
+VIEW = (960, 640)             # [px] the window, and the scripted player's virtual one
+DRAG, TEAR, BLOW, SWITCH = (1.0, 2.0), (2.3, 3.5), (3.7, 4.4), 4.6     # script times [s]
+PULL = 0.8                    # [s] the hands pull apart for this long, then hold
+HANDS = (10, 21, 0)           # columns of the two hands and their row (0: the bottom edge)
+SPREAD = 0.5                  # [m] each hand pulls this far outward
+TEAR_STRAIN = 0.5             # [-] links stretched 50 % for TEAR_TIME break
+TEAR_TIME = 0.05              # [s]
+
+
+@dataclass
+class Sandbox:
+    """App resource: the cloth's entity and mesh, the two hands and the blower, and the live choices."""
+
+    cloth: int
+    """Entity of the Cloth (with its Pin, Tearable and ClothStyle)."""
+    sheet: Mesh
+    """The mesh the cloth was made from (reset rebuilds from it)."""
+    hand: int
+    """Entity of the mouse's Grab."""
+    other_hand: int
+    """Entity of a second Grab (the scripted player's other hand)."""
+    blower: int
+    """Entity of the Blower."""
+    material: str = "cotton"
+    """Fabric preset in use."""
+
+
+def build_scene(app: App) -> Cloth:
+    """Spawn the floor, the sheet hanging from its top corners, two hands, a blower and a camera; return the cloth."""
+    app.spawn(Collider(Plane(), friction=0.6), Transform())
+    sheet = mesh.grid(SIDE, SIDE, SIZE, SIZE, center=(0.0, HANG - SIZE / 2, 0.0))       # vertical, facing +z
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    entity = app.spawn(cloth, hanging_pin(sheet), Tearable(tear_strain=TEAR_STRAIN, tear_time=TEAR_TIME),
+                       ClothStyle(front_color=(0.9, 0.55, 0.15), back_color=(0.25, 0.45, 0.8)))
+    hand, other_hand = app.spawn(Grab()), app.spawn(Grab())
+    blower = app.spawn(Blower(speed=BLOWER_SPEED, radius=0.25, spread=0.1))     # [m/s], [m], [rad]
+    app.spawn(Camera(target=(0.0, 1.0, 0.0), distance=2.6, yaw=0.3, pitch=0.15))
+    app.insert_resource(Sandbox(entity, sheet, hand, other_hand, blower))
+    app.insert_resource(Script())
+    app.add_system(read_input, Stage.INPUT)
+    app.add_system(play_script, Stage.PRE_STEP, before=ClothSet.SAVE)    # before the guard saves the state
+    app.add_reporter(sandbox_report)
+    return cloth
+
+
+def hanging_pin(sheet: Mesh) -> Pin:
+    """One Pin over every particle, holding only the top corners: P toggles the others' ``active`` flags."""
+    every = np.arange(sheet.vertex_count)
+    return Pin(index=every, target=sheet.positions, active=np.isin(every, sheet.side("top_corners")))
+
+
+# --- input: the same actions for a player and for the script -------------------------------------
+def read_input(app: App, dt: float) -> None:
+    """Stage.INPUT: play the window's mouse and keys (headless, the window has no size and this does nothing)."""
+    state = app.resources.get(InputState)
+    if state is not None and state.size[0] > 0:
+        play(app, state)
+
+
+def play(app: App, state: InputState) -> None:
+    """Turn one frame of input into actions: grab, blow, and the keys T, P, M, 1–5 and R."""
+    s = app.resource(Sandbox)
+    camera = app.query(Camera)[0][1]
+    (mx, my), (w, h) = state.mouse, state.size
+    update_grab(app, camera, mx, my, w, h, pressed=1 in state.buttons, grab=s.hand)
+    blowing = pygame.K_SPACE in state.keys or pygame.K_b in state.keys
+    update_blower(app, camera, mx, my, w, h, blowing=blowing, blower=s.blower)
+    pressed = state.keys_pressed
+    if pygame.K_t in pressed:
+        tear = app.get(s.cloth, Tearable)
+        tear.active = not tear.active
+    if pygame.K_p in pressed:
+        toggle_pin(app, s, *camera.ray(mx, my, w, h))
+    if pygame.K_m in pressed:
+        model = app.get(s.cloth, Cloth).model
+        switch_cloth(app, s, model=MODELS[(MODELS.index(model) + 1) % len(MODELS)])
+    for key, name in zip(MATERIAL_KEYS, MATERIALS):
+        if key in pressed:
+            switch_cloth(app, s, material=name)
+    if pygame.K_r in pressed:
+        reset(app, s)
+
+
+def toggle_pin(app: App, s: Sandbox, origin: np.ndarray, direction: np.ndarray) -> int | None:
+    """Pin the particle under the ray where it is, or unpin it if pinned; return it (None if the ray misses)."""
+    hit = pick_particle(app, origin, direction, radius=app.get(s.hand, Grab).radius)
+    if hit is None or hit[0] != s.cloth:
+        return None
+    p = hit[1]
+    pin, cloth = app.get(s.cloth, Pin), app.get(s.cloth, Cloth)
+    k = int(np.flatnonzero(pin.index == p)[0])            # the Pin covers every particle, copies from tears too
+    if not pin.active[k]:
+        pin.target[k] = cloth.x[p]
+    pin.active[k] = not pin.active[k]
+    return p
+
+
+def switch_cloth(app: App, s: Sandbox, *, model: str | None = None, material: str | None = None) -> Cloth:
+    """Replace the Cloth by one of another model or fabric, with the same particles, tears, motion and pins."""
+    old = app.get(s.cloth, Cloth)
+    s.material = material or s.material
+    cloth = remade(old, ClothMaterial.preset(s.material), model or old.model)
+    app.add_component(s.cloth, cloth)                       # on a key press, not per frame
+    return cloth
+
+
+def remade(cloth: Cloth, material: ClothMaterial, model: str) -> Cloth:
+    """Return a Cloth with ``cloth``'s topology (tears included), rest shape and motion, in ``material`` and ``model``.
+
+    Cloth.from_mesh's twin for a cloth that may have torn (its mesh is no longer the grid it came from):
+    masses scale with the density, as Fuhrmann 2003 eq. 1 does."""
+    fresh = Cloth(x=cloth.x.copy(), mass=cloth.mass * (material.density / cloth.material.density),
+                  links=cloth.links, link_kind=cloth.link_kind, triangles=cloth.triangles,
+                  bend_quads=cloth.bend_quads, rest_x=cloth.rest_x, rest_uv=cloth.rest_uv, material=material,
+                  model=model, iterations=cloth.iterations, tethers=cloth.tethers)
+    fresh.v[:] = cloth.v
+    fresh.x_prev[:] = cloth.x_prev
+    fresh.rejected_steps = cloth.rejected_steps
+    return fresh
+
+
+def reset(app: App, s: Sandbox) -> None:
+    """Hang a fresh, untorn sheet from its top corners again, in the current model and fabric; let go of it."""
+    model = app.get(s.cloth, Cloth).model
+    app.add_component(s.cloth, Cloth.from_mesh(s.sheet, s.material, model=model))
+    app.add_component(s.cloth, hanging_pin(s.sheet))
+    tearing = app.get(s.cloth, Tearable).active
+    app.add_component(s.cloth, Tearable(tear_strain=TEAR_STRAIN, tear_time=TEAR_TIME, active=tearing))
+    for entity in (s.hand, s.other_hand):
+        app.get(entity, Grab).active = False
+    app.get(s.blower, Blower).active = False
+    app.resource(Script).start.clear()
+
+
+# --- the scripted player (headless) ----------------------------------------------------------------
+@dataclass
+class Script:
+    """App resource: the scripted player's input and where each hand took hold [m]."""
+
+    input: InputState = field(default_factory=lambda: InputState(size=VIEW))
+    """The virtual mouse and keyboard ``play`` reads."""
+    start: dict[str, np.ndarray] = field(default_factory=dict)
+    """Position of the particle each hand took [m], by hand name."""
+
+
+def play_script(app: App, dt: float) -> None:
+    """PRE_STEP, headless only: act out the docstring's script through ``play`` and the second hand."""
+    window = app.resources.get(InputState)
+    if window is not None and window.size[0] > 0:
+        return                                             # a player is at the window
+    s, script = app.resource(Sandbox), app.resource(Script)
+    cloth, camera = app.get(s.cloth, Cloth), app.query(Camera)[0][1]
+    t, state = app.clock.time + 1e-9, script.input
+    state.begin_frame()
+    state.buttons.clear()
+    state.keys.clear()
+    other = None                                           # the second hand's cursor [px] while it holds
+    if DRAG[0] <= t < DRAG[1]:
+        state.buttons.add(1)
+        state.mouse = _cursor(script, camera, cloth, "corner", s.sheet.index(0, 0), (-0.3, 0.35, 0.0),
+                              (t - DRAG[0]) / (DRAG[1] - DRAG[0]))
+    elif TEAR[0] <= t < TEAR[1]:
+        pull = min((t - TEAR[0]) / PULL, 1.0)
+        left, right = s.sheet.index(HANDS[0], HANDS[2]), s.sheet.index(HANDS[1], HANDS[2])
+        state.buttons.add(1)
+        state.mouse = _cursor(script, camera, cloth, "left", left, (-SPREAD, 0.0, 0.0), pull)
+        other = _cursor(script, camera, cloth, "right", right, (SPREAD, 0.0, 0.0), pull)
+    elif BLOW[0] <= t < BLOW[1]:
+        state.keys.add(pygame.K_SPACE)
+        state.mouse = tuple(camera.project(cloth.x.mean(axis=0), *VIEW)[:2])
+    if SWITCH <= t < SWITCH + dt:
+        state.keys_pressed.add(pygame.K_m)
+    update_grab(app, camera, *(other or (0.0, 0.0)), *VIEW, pressed=other is not None, grab=s.other_hand)
+    play(app, state)
+
+
+def _cursor(script: Script, camera: Camera, cloth: Cloth, hand: str, particle: int, offset: tuple, u: float
+            ) -> tuple[float, float]:
+    """Pixel of the point ``u`` (0…1) of the way from where ``hand`` took ``particle`` to there + ``offset`` [m]."""
+    start = script.start.setdefault(hand, cloth.x[particle].copy())
+    x, y, _ = camera.project(start + u * np.asarray(offset), *VIEW)
+    return float(x), float(y)
+
+
+# --- report --------------------------------------------------------------------------------------
+def sandbox_report(app: App) -> dict:
+    """Model, fabric, tearing on/off, connected pieces, particles added by tears, active pins, held particles."""
+    s = app.resource(Sandbox)
+    cloth, tear, pin = app.get(s.cloth, Cloth), app.get(s.cloth, Tearable), app.get(s.cloth, Pin)
+    pieces = len(np.unique(tear.piece)) if tear.piece.shape[0] == cloth.particle_count else 1
+    held = [g.held_particle for e in (s.hand, s.other_hand) if (g := app.get(e, Grab)).held_cloth is not None]
+    return {"model": cloth.model, "material": s.material, "tearing": tear.active, "pieces": pieces,
+            "tears": tear.tears, "pinned": int(pin.active.sum()), "held": held}
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    app = App(dt=1 / 60, substeps=SUBSTEPS)
+    app.add_plugin(DefaultPlugins)
+    app.add_plugin(GLRenderPlugin(*VIEW))
+    app.add_plugin(WindowPlugin(title="Loom — sandbox: drag grab · Space blow · T tear · P pin · M model · "
+                                      "1–5 fabric · R reset"))
+    build_scene(app)
+    return run_app(app, argv, arg_parser=parser("python -m games.sandbox"))
+
+
+if __name__ == "__main__":
+    main()
