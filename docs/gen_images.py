@@ -1,0 +1,114 @@
+"""Regenerate the pictures in docs/images/ with the games' own ``--screenshot`` (headless, EGL).
+
+Run from the repository root: ``python docs/gen_images.py [--only NAME ...]``. Every picture is one
+offscreen GL frame after ``--frames`` fixed steps, 960×640 or smaller:
+
+- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``: ``python -m games.NAME --headless --frames N --screenshot PATH``;
+- ``drape``: the drape game's own scene (``games.drape.build_scene``, n = 48) with the GL renderer added,
+  through the same runner and ``--screenshot`` (the drape game itself has no renderer);
+- ``model_NAME``: the hanging sheet scene (``games.hanging_sheet.build_scene``) with ``model=NAME``,
+  through the runner's ``--screenshot`` (the hanging-sheet game always uses xpbd);
+- ``guide_cape``: the two cape snippets of docs/guide-cape.md, saved as ``cape_surface.png`` (software
+  renderer, ``pygame.image.save``) and ``cape_gl.png`` (GL renderer, ``read_pixels``).
+
+Takes about a minute on a 2-core VM. SDL_VIDEODRIVER defaults to ``offscreen`` here.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGES = ROOT / "docs" / "images"
+GAMES = {"hanging_sheet": 240, "flag": 240, "cape": 150, "sandbox": 270}
+"""Game → frames simulated before the screenshot."""
+MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
+
+
+def game_screenshot(name: str, frames: int) -> None:
+    """Run ``python -m games.NAME --headless --frames N --screenshot docs/images/NAME.png``."""
+    cmd = [sys.executable, "-m", f"games.{name}", "--headless", "--frames", str(frames),
+           "--screenshot", str(IMAGES / f"{name}.png")]
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+
+def scene_screenshot(build, path: Path, frames: int, size: tuple[int, int] = (960, 640), substeps: int = 16) -> None:
+    """Build a scene with DefaultPlugins and the GL renderer, then run the runner's ``--screenshot``."""
+    from engine import App
+    from engine.runner import run_app
+    from systems import DefaultPlugins
+    from systems.render_gl import GLRenderPlugin, release_renderer
+
+    app = App(dt=1 / 60, substeps=substeps)
+    app.add_plugin(DefaultPlugins)
+    app.add_plugin(GLRenderPlugin(*size, headless=True))
+    build(app)
+    with open(os.devnull, "w") as quiet:
+        stdout, sys.stdout = sys.stdout, quiet
+        try:
+            run_app(app, ["--headless", "--frames", str(frames), "--screenshot", str(path)])
+        finally:
+            sys.stdout = stdout
+    release_renderer(app)
+    app.close()
+
+
+def drape_screenshot() -> None:
+    from components import Camera
+    from games import drape
+
+    def build(app):
+        drape.build_scene(app, n=48)
+        app.spawn(Camera(target=(0.0, 0.55, 0.0), distance=2.6, yaw=0.5, pitch=0.35))
+    scene_screenshot(build, IMAGES / "drape.png", frames=180, substeps=drape.SUBSTEPS)
+
+
+def model_screenshot(model: str) -> None:
+    """The hanging sheet (32×32 cotton, two corners pinned) stepped by ``model``, after 2 s."""
+    from components import Camera, Cloth, Pin
+    from engine import mesh
+
+    def build(app):
+        sheet = mesh.grid(32, 32, 1.0, 1.0, center=(0.0, 1.0, 0.0), plane="xz")
+        app.spawn(Cloth.from_mesh(sheet, "cotton", model=model), Pin.corners(sheet, "top"))
+        app.spawn(Camera(target=(0.0, 0.55, -0.3), distance=2.4, yaw=0.35, pitch=0.2))
+    scene_screenshot(build, IMAGES / f"model_{model}.png", frames=120, size=(480, 320))
+
+
+def guide_cape_screenshots() -> None:
+    """Run the two cape snippets of docs/guide-cape.md and save their last frames (cape_surface, cape_gl)."""
+    import re
+    text = (ROOT / "docs" / "guide-cape.md").read_text()
+    surface, gl = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", text, re.S)[:2]
+    surface = surface.replace("pygame.quit()", f"pygame.image.save(screen, {str(IMAGES / 'cape_surface.png')!r})\n"
+                                                "pygame.quit()")
+    gl = gl.replace("release_renderer(app)", "from systems.render_gl import read_pixels\n"
+                    "from engine.window import save_png\n"
+                    f"save_png({str(IMAGES / 'cape_gl.png')!r}, read_pixels(app))\nrelease_renderer(app)", 1)
+    env = dict(os.environ, SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
+    for code in (surface, gl):
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    jobs = {name: (lambda n=name, f=frames: game_screenshot(n, f)) for name, frames in GAMES.items()}
+    jobs["drape"] = drape_screenshot
+    jobs.update({f"model_{m}": (lambda m=m: model_screenshot(m)) for m in MODELS})
+    jobs["guide_cape"] = guide_cape_screenshots
+    p = argparse.ArgumentParser(prog="python docs/gen_images.py", description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="+", choices=sorted(jobs), help="regenerate only these pictures")
+    args = p.parse_args(argv)
+    os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    for name in args.only or jobs:
+        jobs[name]()
+        print(f"done: {name}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    main()
