@@ -43,7 +43,7 @@ def integer(owner: str, name: str, value: Any, *, low: int | None = None) -> int
 
 def choice(owner: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
     """Return ``value`` if it is one of ``allowed``."""
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise ValueError(f"{owner}.{name} = {value!r}: expected one of {', '.join(allowed)}")
     return value
 
@@ -51,6 +51,8 @@ def choice(owner: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
 def floats(owner: str, name: str, value: Any, shape: tuple[int | None, ...], *, unit: str = "",
            low: float | None = None) -> np.ndarray:
     """Return ``value`` as a C-contiguous float64 array of ``shape`` (None = any length), all finite (and >= low)."""
+    if np.iscomplexobj(value):
+        raise TypeError(f"{owner}.{name}: expected real numbers of shape {_shape(shape)}, got complex values")
     try:
         arr = np.array(value, dtype=np.float64, copy=True, order="C")
     except (TypeError, ValueError):

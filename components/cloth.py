@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from components._validate import choice, floats, indices, integer, show
+from components._validate import choice, floats, indices, integer, real, show
 from components.material import ClothMaterial
 from components.models import SETTINGS, settings_for
 from engine.coloring import color_order
@@ -253,7 +253,10 @@ class Cloth:
 
         positions (n, 3) [m]; mass (n,) [kg] or one number for all; links (c, 2) particle pairs."""
         x = floats("Cloth", "x", positions, (None, 3), unit=" [m]")
-        m = np.broadcast_to(np.asarray(mass, dtype=np.float64), (x.shape[0],)) if np.ndim(mass) == 0 else mass
+        if np.ndim(mass) == 0:                            # one mass for every particle
+            m = np.full(x.shape[0], real("Cloth", "mass", mass, low=0.0, low_open=True, unit=" [kg]"))
+        else:
+            m = floats("Cloth", "mass", mass, (x.shape[0],), unit=" [kg]")
         links = np.asarray(links)
         kinds = np.zeros(links.shape[0] if links.ndim else 0, np.int8)
         return cls(x=x, mass=m, links=links.reshape(-1, 2) if links.size == 0 else links, link_kind=kinds,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components._validate import choice, integer, real
+from components._validate import choice, floats, integer, real
 
 INTEGRATORS = ("explicit_euler", "symplectic_euler", "rk4", "verlet")
 
@@ -84,10 +84,8 @@ class MassSpringSettings:
             real(o, name, getattr(self, name), low=0.0, unit=" [N/m]")
         for name in ("spring_damping", "viscous_damping", "fluid_viscosity"):
             real(o, name, getattr(self, name), low=0.0, unit=" [N·s/m]")
-        if len(tuple(self.fluid_velocity)) != 3:
-            raise ValueError(f"MassSpringSettings.fluid_velocity = {self.fluid_velocity!r}: expected 3 numbers [m/s]")
-        for k, value in enumerate(self.fluid_velocity):
-            real(o, f"fluid_velocity[{k}]", value, unit=" [m/s]")
+        velocity = floats(o, "fluid_velocity", self.fluid_velocity, (3,), unit=" [m/s]")
+        object.__setattr__(self, "fluid_velocity", tuple(float(v) for v in velocity))
         for name in ("strain_limit", "bend_strain_limit"):
             if getattr(self, name) is not None:
                 real(o, name, getattr(self, name), low=0.0, unit=" [-] (None turns it off)")

@@ -15,6 +15,7 @@ from systems.picking import PickingPlugin
 from systems.report import cloth_report
 from systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
 from systems.tearing import TearingPlugin
+from systems.teleport import TeleportPlugin
 from systems.verlet import VerletPlugin
 from systems.wind import WindPlugin
 
@@ -91,7 +92,7 @@ class GuardPlugin:
 DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin,
                              SelfCollisionPlugin, PymunkPlugin, GuardPlugin, VerletPlugin, MassSpringPlugin,
                              ImplicitPlugin,
-                             WindPlugin, PickingPlugin, TearingPlugin)
+                             WindPlugin, PickingPlugin, TearingPlugin, TeleportPlugin)
 """The standard pipeline; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out."""
 
 __all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "EnvironmentPlugin", "GuardPlugin",

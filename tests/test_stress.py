@@ -1,0 +1,408 @@
+"""Stress matrix (issue 6): hostile inputs never crash a step, never leave NaN, never tear a link apart.
+
+Every case checks, each frame: every position and velocity finite; every distance link at most
+``STRESS_BOUND`` = the guard's hard bound ``MAX_STRETCH`` = 20 × its rest length (the worst ratio
+seen is in each failure message and in the comment above each case: most cases stay under 2 ×,
+a silly compliance of 1e3 m/N reaches 19.5 × and a Verlet rope of 1e4 mass ratio 11.9 ×); and, where
+frames are handed real time through ``App.update``, that no update takes more than ``max_steps``
+fixed steps (the frame-time bound; speed itself lives in benchmarks/, never in a timed test).
+The guard's recovery, teleport and inertia are tested at the end.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from components import Cloth, ClothMaterial, Gravity, MassSpringSettings, Pin, Transform, Wind
+from components.inertia import Inertia
+from engine import App, Stage, mesh
+from systems.guard import MAX_STRETCH, Recovery
+from systems.teleport import teleport
+
+MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
+STRESS_BOUND = MAX_STRETCH
+"""Longest link allowed anywhere in the matrix, as a multiple of its rest length [-]."""
+
+
+def stretch_ratio(cloth: Cloth) -> float:
+    """Longest distance link over its rest length [-] (1 = at rest)."""
+    if cloth.link_count == 0:
+        return 1.0
+    return float((np.linalg.norm(cloth.x[cloth.link_i] - cloth.x[cloth.link_j], axis=1) / cloth.link_rest).max())
+
+
+class Watch:
+    """POST_STEP recorder: worst link ratio and the first non-finite step of every cloth, each step."""
+
+    def __init__(self, app: App) -> None:
+        self.worst = 1.0
+        self.non_finite_step: int | None = None
+        self.steps = 0
+        app.add_system(self.record, Stage.POST_STEP, name="stress_watch")
+
+    def record(self, app: App, dt: float) -> None:
+        self.steps += 1
+        for _, cloth in app.query(Cloth):
+            if self.non_finite_step is None and not (np.isfinite(cloth.x).all() and np.isfinite(cloth.v).all()):
+                self.non_finite_step = app.clock.step_index
+            self.worst = max(self.worst, stretch_ratio(cloth))
+
+    def check(self, case: str) -> None:
+        assert self.non_finite_step is None, f"{case}: non-finite state left at step {self.non_finite_step}"
+        assert self.worst <= STRESS_BOUND, f"{case}: a link reached {self.worst:.3f} × rest, bound {STRESS_BOUND}"
+
+
+def hanging_sheet(app: App, n: int = 12, model: str = "xpbd", **material) -> tuple[int, Cloth, Pin]:
+    """An n×n, 1 m × 1 m cotton sheet hanging from its top edge; return (entity, cloth, pin)."""
+    sheet = mesh.grid(n, n, 1.0, 1.0)
+    cloth = Cloth.from_mesh(sheet, "cotton", model=model, **material)
+    pin = Pin.edge(sheet, "top")
+    return app.spawn(cloth, pin), cloth, pin
+
+
+def model_app(make_app, model: str) -> App:
+    """Default substeps, but the implicit model's whole step is costly: 8 substeps are irrelevant to it."""
+    return make_app(substeps=8 if model == "implicit" else 16)
+
+
+# --- pins jumping 10 m in one frame ----------------------------------------------------------------------
+# worst link ratio measured: xpbd 1.96, verlet 7.7, mass_spring 3.3, implicit 8.0 (16×16); never refused.
+
+@pytest.mark.parametrize("model", MODELS)
+def test_pins_jumping_ten_metres_in_one_frame_leave_a_finite_bounded_cloth(make_app, model):
+    app = model_app(make_app, model)
+    _, cloth, pin = hanging_sheet(app, 8 if model == "implicit" else 12, model)
+    watch = Watch(app)
+    app.step(20)
+    pin.target += (10.0, 0.0, 0.0)                                  # [m] in one step
+    app.step(40 if model == "implicit" else 80)
+    watch.check(f"{model} pin jump")
+    assert cloth.x[:, 0].mean() > 8.0, f"{model}: the cloth did not follow its pins (mean x {cloth.x[:, 0].mean():.2f} m)"
+
+
+# --- a real frame time of 1 s handed to update --------------------------------------------------------------
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_one_second_hitch_takes_at_most_max_steps_and_stays_finite(make_app, model):
+    app = model_app(make_app, model)
+    _, cloth, pin = hanging_sheet(app, 8, model)
+    watch = Watch(app)
+    taken = [app.update(1 / 60) for _ in range(10)]
+    taken.append(app.update(1.0))                                   # the hitch
+    pin.target += (0.0, 0.0, 2.0)                                   # and the hand moved meanwhile
+    taken += [app.update(1.0) for _ in range(3)] + [app.update(1 / 60) for _ in range(10)]
+    watch.check(f"{model} 1 s hitch")
+    assert max(taken) <= app.clock.max_steps, f"{model}: an update took {max(taken)} steps, cap {app.clock.max_steps}"
+    assert taken[10] == app.clock.max_steps and app.clock.dropped > 3.0, \
+        f"{model}: the hitch took {taken[10]} steps and dropped {app.clock.dropped:.3f} s"
+    assert watch.steps == sum(taken)
+
+
+# --- wind at 100 m/s -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ("xpbd", "mass_spring"))
+def test_a_hundred_metre_per_second_gale_leaves_a_flag_finite_and_bounded(make_app, model):
+    # worst link ratio measured: xpbd 1.02, mass_spring 1.13 (Provot limit 10 %)
+    app = make_app(substeps=16)
+    sheet = mesh.grid(16, 8, 2.0, 1.0)
+    app.spawn(Cloth.from_mesh(sheet, "cotton", model=model), Pin.edge(sheet, "left"))
+    app.spawn(Wind(velocity=(100.0, 0.0, 20.0), gust=1.0, turbulence=1.0, seed=5))
+    watch = Watch(app)
+    app.step(90)
+    watch.check(f"{model} 100 m/s wind")
+
+
+# --- compliance from 0 to 1e3 ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("compliance", [0.0, 1e-6, 1e-3, 1.0, 1e3])
+def test_compliance_from_zero_to_a_thousand_stays_finite_and_bounded(make_app, compliance):
+    # worst link ratio measured: 1.0 (0) … 19.5 (1e3 m/N: the untethered sheet is a cobweb; the guard holds it)
+    app = make_app(substeps=16)
+    hanging_sheet(app, 12, stretch_compliance=compliance, shear_compliance=compliance, bend_compliance=compliance,
+                  bend_angle_compliance=compliance)
+    hanging_sheet(app, 12, stretch_compliance=compliance, shear_compliance=compliance, bend_compliance=compliance,
+                  bend_model="dihedral", bend_angle_compliance=compliance, tethers=False)
+    watch = Watch(app)
+    app.step(90)
+    watch.check(f"compliance {compliance:g}")
+
+
+# --- mass ratios of 1e4 -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ("xpbd", "verlet", "mass_spring"))
+def test_a_rope_of_masses_ten_thousand_times_apart_stays_finite_and_bounded(make_app, model):
+    # a 20-link rope, pinned at one end, alternating 1 g and 10 kg beads, with a 10 kg weight at the end;
+    # worst link ratio measured: xpbd and mass_spring under 1.1, verlet 11.9 (relaxation passes cannot
+    # hold a 10 kg bead with a 1 g one)
+    app = make_app(substeps=16)
+    n = 21
+    x = np.zeros((n, 3))
+    x[:, 0] = 0.05 * np.arange(n)                                   # horizontal at first: it swings down
+    mass = np.where(np.arange(n) % 2 == 0, 1e-3, 10.0)
+    mass[-1] = 10.0
+    links = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
+    settings = MassSpringSettings(integrator="symplectic_euler", stretch_stiffness=2e4) \
+        if model == "mass_spring" else None
+    rope = Cloth.from_particles(x, mass, links, model=model, settings=settings)
+    app.spawn(rope, Pin(index=[0]))
+    watch = Watch(app)
+    app.step(120)
+    watch.check(f"{model} mass ratio 1e4")
+    assert rope.x[-1, 1] < -0.3, f"{model}: the weighted end did not fall (y = {rope.x[-1, 1]:.3f} m)"
+
+
+def test_a_sheet_with_inverse_mass_overrides_ten_thousand_apart_stays_finite(make_app):
+    app = make_app(substeps=16)
+    sheet = mesh.grid(10, 10, 1.0, 1.0)
+    base = Cloth.from_mesh(sheet, "cotton")
+    inv_mass = 1.0 / base.mass
+    inv_mass[::2] *= 1e4                                           # every other particle 10⁴ × lighter
+    cloth = Cloth(x=base.x, mass=base.mass, links=base.links, link_kind=base.link_kind, triangles=base.triangles,
+                  inv_mass=inv_mass, material=base.material)
+    app.spawn(cloth, Pin.edge(sheet, "top"))
+    watch = Watch(app)
+    app.step(90)
+    watch.check("inv_mass ratio 1e4")
+
+
+# --- 100 cloths in one world -----------------------------------------------------------------------------
+
+def test_a_hundred_small_flags_in_one_world_stay_finite_and_bounded(make_app):
+    app = make_app(substeps=8)
+    for k in range(100):
+        sheet = mesh.grid(8, 8, 0.4, 0.3, center=(0.5 * (k % 10), 0.5 * (k // 10), 0.0))
+        app.spawn(Cloth.from_mesh(sheet, "silk"), Pin.edge(sheet, "left"))
+    app.spawn(Wind(velocity=(8.0, 0.0, 2.0), gust=0.3, turbulence=0.2, seed=1))
+    watch = Watch(app)
+    taken = [app.update(1 / 30) for _ in range(20)]                # a 30 Hz game: 2 steps per frame
+    watch.check("100 flags")
+    assert len(app.query(Cloth)) == 100 and max(taken) <= app.clock.max_steps and sum(taken) == watch.steps
+
+
+# --- 10,000 frames of the cape game ---------------------------------------------------------------------
+
+def test_ten_thousand_frames_of_the_cape_game_with_hitches_stay_finite_and_bounded():
+    """The one long test (~30 s at ~3 ms/frame): 10,000 fixed steps of the 600-particle cape.
+
+    After the game's 9 s script, the hero keeps running between x = −4 m and 16 m (through the
+    wind zone and under the platforms) and jumps every 1.5 s; the frame times handed to
+    ``update`` are 1/60 s with a 1 s hitch every 500 frames."""
+    from games.cape import build_scene
+    from systems import DefaultPlugins
+
+    app = App(dt=1 / 60, substeps=8)
+    try:
+        app.add_plugin(DefaultPlugins)
+        cape, hero = build_scene(app)
+        watch = Watch(app)
+        heading = [1.0]
+
+        def patrol(app: App, dt: float) -> None:
+            t = app.clock.time
+            if t < 9.5:
+                return
+            hero.scripted = False
+            x = hero.body.position.x
+            if x > 16.0:
+                heading[0] = -1.0
+            elif x < -4.0:
+                heading[0] = 1.0
+            hero.run = heading[0]
+            hero.jump = (app.clock.step_index % 90) < 3
+
+        app.add_system(patrol, Stage.PRE_STEP, before="control_hero")
+        frames = 0
+        taken = []
+        while app.clock.step_index < 10_000:
+            frames += 1
+            taken.append(app.update(1.0 if frames % 500 == 0 else 1 / 60))
+        watch.check("cape, 10,000 frames")
+        assert max(taken) <= app.clock.max_steps, f"an update took {max(taken)} steps"
+        assert watch.steps == app.clock.step_index == sum(taken)
+        assert cape.rejected_steps == 0, f"{cape.rejected_steps} cape steps refused"
+    finally:
+        app.close()
+
+
+# --- the guard's recovery --------------------------------------------------------------------------------
+
+def test_a_refused_step_is_retried_with_more_substeps_and_recovers(make_app, caplog):
+    # default springs (200/50/5 N/m) on 1.8 g particles: symplectic Euler explodes at 4 and 8
+    # substeps of 1/60 s and is stable at 16, so the guard must retry, climb to ×4 and stay there
+    app = make_app(substeps=4)
+    sheet = mesh.grid(8, 8, 0.5, 0.5)
+    cloth = Cloth.from_mesh(sheet, "cotton", model="mass_spring", settings=MassSpringSettings(strain_limit=None))
+    app.spawn(cloth, Pin.corners(sheet, "top"))
+    rejected, recovered = [], []
+    app.on("step_rejected", lambda **event: rejected.append(dict(event, substeps=app.clock.substeps)))
+    app.on("step_recovered", lambda **event: recovered.append(event))
+    watch = Watch(app)
+    with caplog.at_level(logging.INFO, logger="loom.guard"):
+        app.step(20)
+    recovery = app.resource(Recovery)
+    substeps = [e["substeps"] for e in rejected]
+    assert substeps[:2] == [4, 4] and all(b == 2 * a for a, b in zip(substeps[1:], substeps[2:])), substeps
+    assert len(recovered) == 1 and recovered[0]["refused"] == len(rejected) == cloth.rejected_steps, recovered
+    assert 4 < recovered[0]["substeps"] == app.clock.substeps <= 32 and recovery.factor > 1
+    assert any("refused" in r.message for r in caplog.records if r.name == "loom.guard")
+    watch.check("recovery")
+    assert np.ptp(cloth.x[:, 1]) > 0.4, "the sheet did not hang after recovering"
+
+
+def test_the_substep_factor_comes_back_down_after_good_steps(make_app):
+    app = make_app(substeps=4)
+    app.insert_resource(Recovery(hold_steps=5))
+    _, cloth, _ = hanging_sheet(app, 8)
+
+    def corrupt(app: App, h: float) -> None:                      # a hostile plugin, at steps 3 and 4
+        if app.clock.step_index in (3, 4):
+            cloth.v[5, 1] = np.nan
+
+    app.add_system(corrupt, Stage.SUBSTEP)
+    app.step(4)                                                    # step 3 refused: retried as it was
+    assert cloth.rejected_steps == 1 and app.clock.substeps == 4
+    app.step(1)                                                    # step 4 refused again: ×2 from now on
+    assert cloth.rejected_steps == 2 and app.clock.substeps == 8
+    app.step(4)
+    assert app.clock.substeps == 8
+    app.step(1)                                                    # fifth good step: back to ×1
+    assert app.clock.substeps == 4 and app.resource(Recovery).factor == 1
+    assert np.isfinite(cloth.v).all()
+
+
+def test_a_step_that_fails_at_eight_times_the_substeps_is_clamped_and_never_kept(make_app):
+    # explicit Euler with stiff springs is unstable at any of these substeps: refused, clamped, loud
+    app = make_app(substeps=4)
+    sheet = mesh.grid(16, 16, 1.0, 1.0)
+    cloth = Cloth.from_mesh(sheet, "cotton", model="mass_spring",
+                            settings=MassSpringSettings(integrator="explicit_euler", stretch_stiffness=2e4,
+                                                        strain_limit=None))
+    app.spawn(cloth, Pin.corners(sheet, "top"))
+    actions = []
+    recovery = app.insert_resource(Recovery())
+
+    def note(**event) -> None:                                     # the handler reads the policy's state
+        actions.append("clamp" if recovery.factor == recovery.max_factor else "retry")
+
+    app.on("step_rejected", note)
+    watch = Watch(app)
+    app.step(8)
+    assert actions[:5] == ["retry", "retry", "retry", "retry", "clamp"] and app.clock.substeps == 32
+    assert app.resource(Recovery).clamps >= 1
+    assert np.linalg.norm(cloth.v, axis=1).max() <= app.resource(Recovery).clamp_speed + 1e-9
+    watch.check("clamp")
+
+
+def test_recovery_rejects_a_bad_policy():
+    with pytest.raises(ValueError, match=r"Recovery\.max_factor = 3"):
+        Recovery(max_factor=3)
+    with pytest.raises(ValueError, match=r"Recovery\.hold_steps = 0"):
+        Recovery(hold_steps=0)
+
+
+# --- teleport and inertia --------------------------------------------------------------------------------
+
+def test_teleport_moves_cloth_and_pins_rigidly_without_stretch_or_velocity(make_app):
+    app = make_app(substeps=8)
+    entity, cloth, pin = hanging_sheet(app, 10)
+    app.step(30)
+    before_x, before_v = cloth.x.copy(), cloth.v.copy()
+    rotation = Transform.from_axis_angle((0, 0, 0), (0.0, 1.0, 0.0), np.pi / 2).rotation
+    pivot = np.array([0.0, 0.5, 0.0])
+    teleport(app, entity, (100.0, 0.0, -50.0), rotation, pivot=pivot)
+    expected = (before_x - pivot) @ rotation.T + pivot + (100.0, 0.0, -50.0)
+    assert np.allclose(cloth.x, expected, atol=1e-12)
+    assert np.allclose(cloth.v, before_v @ rotation.T, atol=1e-12)
+    d_before = np.linalg.norm(before_x[cloth.link_i] - before_x[cloth.link_j], axis=1)
+    d_after = np.linalg.norm(cloth.x[cloth.link_i] - cloth.x[cloth.link_j], axis=1)
+    assert np.abs(d_after - d_before).max() < 1e-12
+    # the next step is the same motion as without the teleport, moved: compare with a twin
+    twin_app = make_app(substeps=8)
+    _, twin, _ = hanging_sheet(twin_app, 10)
+    twin_app.step(31)
+    app.step(1)
+    moved_twin = (twin.x - pivot) @ rotation.T + pivot + (100.0, 0.0, -50.0)
+    # gravity does not turn with the cloth, so only the (tiny) one-step motion may differ
+    assert np.abs(cloth.x - moved_twin).max() < 2e-3, np.abs(cloth.x - moved_twin).max()
+    assert np.allclose(cloth.x[pin.index], pin.target) and cloth.rejected_steps == 0
+    assert np.abs(cloth.v).max() < 1.0, f"the teleport added velocity: {np.abs(cloth.v).max():.3f} m/s"
+
+
+def test_teleport_validates_its_arguments(make_app):
+    app = make_app()
+    entity, _, _ = hanging_sheet(app, 4)
+    with pytest.raises(ValueError, match=r"teleport\.translation\[0\] = nan"):
+        teleport(app, entity, (np.nan, 0.0, 0.0))
+    with pytest.raises(ValueError, match=r"teleport\.rotation"):
+        teleport(app, entity, (0.0, 0.0, 0.0), np.diag([1.0, 1.0, -1.0]))
+    with pytest.raises(KeyError):
+        teleport(app, entity + 1000, (0.0, 0.0, 0.0))
+
+
+def carried_sheet(app: App, inertia: Inertia | None) -> tuple[int, Cloth, Transform]:
+    """A 10×10 silk sheet hanging from a carrier Transform at the origin (no gravity)."""
+    app.insert_resource(Gravity((0.0, 0.0, 0.0)))
+    carrier = Transform()
+    frame = app.spawn(carrier)
+    sheet = mesh.grid(10, 10, 0.5, 0.5)
+    top = sheet.side("top")
+    parts = [Cloth.from_mesh(sheet, "silk"), Pin(index=top, attach_to=frame, offset=sheet.positions[top])]
+    entity = app.spawn(*parts, *([inertia] if inertia is not None else []))
+    return entity, parts[0], carrier
+
+
+@pytest.mark.parametrize("linear, bound", [(1.0, None), (0.0, 0.005)])
+def test_zero_linear_inertia_keeps_a_cape_calm_on_a_dashing_carrier(make_app, linear, bound):
+    app = make_app(substeps=8)
+    _, cloth, carrier = carried_sheet(app, Inertia(linear=linear))
+    app.step(2)
+    rest_local = carrier.to_local(cloth.x)
+    lag = 0.0
+    for _ in range(40):
+        carrier.position[0] += 0.1                                 # 0 → 6 m/s in one step, then steady
+        app.step(1)
+        lag = max(lag, float(np.abs(carrier.to_local(cloth.x) - rest_local).max()))
+    if bound is None:
+        assert lag > 0.05, f"with physical inertia the cape should lag, lag {lag:.4f} m"
+    else:
+        assert lag < bound, f"inertia 0: the cape lagged {lag:.4f} m behind its carrier, bound {bound} m"
+
+
+def test_zero_angular_inertia_keeps_a_cape_calm_on_a_carrier_that_starts_spinning(make_app):
+    lags = {}
+    for angular in (1.0, 0.0):
+        app = make_app(substeps=8)
+        _, cloth, carrier = carried_sheet(app, Inertia(angular=angular))
+        app.step(2)
+        rest_local = carrier.to_local(cloth.x)
+        lag = 0.0
+        for k in range(30):
+            turn = Transform.from_axis_angle((0, 0, 0), (0.0, 1.0, 0.0), 0.05 * (k + 1)).rotation   # 3 rad/s
+            carrier.rotation[:] = turn
+            app.step(1)
+            lag = max(lag, float(np.abs(carrier.to_local(cloth.x) - rest_local).max()))
+        lags[angular] = lag
+    # measured 0.028 m vs 0.132 m: what remains is the steady spin's centrifugal pull (not scaled)
+    assert lags[0.0] < 0.3 * lags[1.0], f"lag with angular 0: {lags[0.0]:.4f} m, with 1: {lags[1.0]:.4f} m"
+
+
+def test_teleporting_a_carried_cape_with_zero_inertia_adds_no_strain(make_app):
+    app = make_app(substeps=8)
+    entity, cloth, carrier = carried_sheet(app, Inertia(linear=0.0, angular=0.0))
+    app.step(10)
+    jump = np.array([0.0, 0.0, 10.0])
+    carrier.position += jump
+    teleport(app, entity, jump)
+    app.step(5)
+    assert stretch_ratio(cloth) < 1.01 and np.abs(cloth.v).max() < 0.1, \
+        f"ratio {stretch_ratio(cloth):.4f}, speed {np.abs(cloth.v).max():.4f} m/s"
+
+
+def test_inertia_rejects_fractions_outside_zero_to_one():
+    with pytest.raises(ValueError, match=r"Inertia\.linear = 1\.5"):
+        Inertia(linear=1.5)
+    with pytest.raises(ValueError, match=r"Inertia\.angular = nan"):
+        Inertia(angular=float("nan"))
+
