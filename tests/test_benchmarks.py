@@ -33,3 +33,10 @@ def test_sheet_benchmark_rejects_a_one_particle_sheet():
     out = subprocess.run([sys.executable, "-m", "benchmarks", "sheet", "--n", "1"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 2 and "--n 1" in out.stderr
+
+
+def test_benchmark_stdout_is_only_json_lines():
+    out = subprocess.run([sys.executable, "-m", "benchmarks", "sheet", "--n", "4", "--steps", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("{"), out.stdout
