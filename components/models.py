@@ -104,7 +104,10 @@ class ImplicitSettings:
     shear_stiffness: float = 500.0
     """k of the shear condition [N/m]."""
     bend_stiffness: float = 1e-3
-    """k of the bend condition [N·m]."""
+    """k_u of the bend condition [N·m]: stiffness against folds whose crease runs along u (§4.3)."""
+    bend_stiffness_v: float | None = None
+    """k_v [N·m] for creases along v; None: the same as ``bend_stiffness`` (isotropic). A shared edge
+    at an angle gets (k_u·Δu² + k_v·Δv²)/(Δu² + Δv²) (Baraff & Witkin §4.3): corduroy is stiff one way."""
     stretch_damping: float = 2.0
     """k_d of the stretch condition [N·s/m]."""
     shear_damping: float = 0.2
@@ -131,6 +134,8 @@ class ImplicitSettings:
         for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness", "stretch_damping", "shear_damping",
                      "bend_damping"):
             real(o, name, getattr(self, name), low=0.0)
+        if self.bend_stiffness_v is not None:
+            real(o, "bend_stiffness_v", self.bend_stiffness_v, low=0.0, unit=" [N·m]")
         real(o, "b_u", self.b_u, low=0.0, low_open=True, unit=" [-]")
         real(o, "b_v", self.b_v, low=0.0, low_open=True, unit=" [-]")
         real(o, "tolerance", self.tolerance, low=0.0, low_open=True, high=1.0, unit=" [-]")

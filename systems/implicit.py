@@ -259,7 +259,8 @@ def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, colliders
     assemble(ws.x0, ws.v0, cloth.mass, m.damping, ws.gravity, cloth.force,
              ws.triangles, ws.weight_u, ws.weight_v, ws.area, ws.quads, cloth.bend_rest_angle, ws.bend_frac,
              s.stretch_stiffness, s.stretch_damping, s.shear_stiffness, s.shear_damping,
-             s.bend_stiffness, s.bend_stiffness, s.bend_damping, s.bend_damping, s.b_u, s.b_v,
+             s.bend_stiffness, s.bend_stiffness if s.bend_stiffness_v is None else s.bend_stiffness_v,
+             s.bend_damping, s.bend_damping, s.b_u, s.b_v,
              h, DEFINITE, False, p.diag, ws.tri_slots, ws.quad_slots, ws.A, ws.K, ws.f)
     apply_friction(cloth.mass, ws.mode, ws.normal, ws.mu, ws.force, ws.v0, h, p.diag, ws.friction, ws.A, ws.f)
     np.multiply(ws.f, h, out=ws.b0)

@@ -7,7 +7,7 @@ Every internal force comes from a condition C(x) that is zero at rest, with ener
 - bend (§4.3): C = θ − θ₀ per pair of adjacent triangles, θ the signed dihedral angle
   (sin θ = (n₁ × n₂)·e, cos θ = n₁·n₂), not scaled by area (footnote 5), with the k_u/k_v
   anisotropic weighting (k_u·Δu² + k_v·Δv²)/(Δu² + Δv²) of the shared edge's uv extent
-  (ImplicitSettings has one bend stiffness, so today k_u = k_v and the weight is that stiffness).
+  (ImplicitSettings.bend_stiffness is k_u, bend_stiffness_v is k_v; equal by default).
 
 For each condition: force f = −k·(∂C/∂x)ᵀC (eq. 7), ∂f/∂x = −k·(JᵀJ + (∂²C/∂x²)·C) (eq. 8),
 damping d = −k_d·(∂C/∂x)ᵀĊ (eq. 11), ∂d/∂v = −k_d·JᵀJ and ∂d/∂x = −k_d·(∂²C/∂x²)·Ċ — eq. 12

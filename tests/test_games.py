@@ -252,3 +252,11 @@ def test_cape_hero_runs_600_frames_and_no_cape_particle_is_ever_inside_him(make_
     report = app.report()
     assert report["nan"] is False and np.isfinite(cloth.x).all(), report
     assert report["cape_inside_hero"] == 0 and report["frames"] == 600 and report["sim_ms_per_frame"] > 0.0, report
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_hanging_sheet_runs_every_model(model):
+    from games import hanging_sheet
+    report = hanging_sheet.main(["--headless", "--frames", "60", "--report", "json", "--n", "16", "--model", model])
+    assert report["nan"] is False and report["rejected_steps"] == 0 and report["frames"] == 60
+    assert report["max_strain"] < 0.5, f"{model}: max strain {report['max_strain']:.3f}"
