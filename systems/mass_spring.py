@@ -37,6 +37,7 @@ from components import Cloth, Gravity
 from engine import App, Stage
 from systems.distance_limits import link_bounds, relax_distances
 from systems.sets import ClothSet
+from systems.surface import vertex_normals_into
 
 MIN_LENGTH = 1e-12
 """Springs shorter than this [m] have no direction and exert no force."""
@@ -217,37 +218,14 @@ def _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, e
         out[b, 2] -= f * nz
     if c_vi == 0.0 or triangles.shape[0] == 0:
         return
-    normals[:, :] = 0.0
-    for t in range(triangles.shape[0]):                 # |e1 × e2| = 2·area: sums are area-weighted
-        i0 = triangles[t, 0]
-        i1 = triangles[t, 1]
-        i2 = triangles[t, 2]
-        ax = x[i1, 0] - x[i0, 0]
-        ay = x[i1, 1] - x[i0, 1]
-        az = x[i1, 2] - x[i0, 2]
-        bx = x[i2, 0] - x[i0, 0]
-        by = x[i2, 1] - x[i0, 1]
-        bz = x[i2, 2] - x[i0, 2]
-        cx = ay * bz - az * by
-        cy = az * bx - ax * bz
-        cz = ax * by - ay * bx
-        for i in (i0, i1, i2):
-            normals[i, 0] += cx
-            normals[i, 1] += cy
-            normals[i, 2] += cz
+    vertex_normals_into(triangles, x, normals)          # area-weighted unit normals (shared with rendering)
     ux = coeffs[_UX]
     uy = coeffs[_UY]
     uz = coeffs[_UZ]
     for p in range(x.shape[0]):
-        norm = math.sqrt(normals[p, 0] ** 2 + normals[p, 1] ** 2 + normals[p, 2] ** 2)
-        if norm == 0.0:
-            continue
-        nx = normals[p, 0] / norm
-        ny = normals[p, 1] / norm
-        nz = normals[p, 2] / norm
-        normals[p, 0] = nx
-        normals[p, 1] = ny
-        normals[p, 2] = nz
+        nx = normals[p, 0]
+        ny = normals[p, 1]
+        nz = normals[p, 2]
         f = c_vi * (nx * (ux - v[p, 0]) + ny * (uy - v[p, 1]) + nz * (uz - v[p, 2]))
         out[p, 0] += f * nx
         out[p, 1] += f * ny

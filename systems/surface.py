@@ -374,3 +374,7 @@ def _vertex_strain(link_i, link_j, link_rest, link_use, x, out):
     for v in range(n):
         if count[v] > 0.0:
             out[v] /= count[v]
+
+
+vertex_normals_into = _vertex_normals
+"""The normals kernel for other kernels: ``vertex_normals_into(triangles, x, out)`` (njit, in place)."""

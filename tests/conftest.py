@@ -12,16 +12,27 @@ from systems import DefaultPlugins  # noqa: E402
 
 
 @pytest.fixture
-def make_app():
-    """Return ``make_app(dt=1/60, substeps=16, **kw)``: an App with DefaultPlugins, closed at teardown."""
+def new_app():
+    """Return ``new_app(plugins=False, **kw)``: an App (with DefaultPlugins if asked), closed at teardown."""
     apps: list[App] = []
 
-    def factory(dt: float = 1.0 / 60.0, substeps: int = 16, **kwargs) -> App:
-        app = App(dt=dt, substeps=substeps, **kwargs)
-        app.add_plugin(DefaultPlugins)
+    def factory(plugins: bool = False, **kwargs) -> App:
+        app = App(**kwargs)
+        if plugins:
+            app.add_plugin(DefaultPlugins)
         apps.append(app)
         return app
 
     yield factory
     for app in apps:
         app.close()
+
+
+@pytest.fixture
+def make_app(new_app):
+    """Return ``make_app(dt=1/60, substeps=16, **kw)``: an App with DefaultPlugins, closed at teardown."""
+
+    def factory(dt: float = 1.0 / 60.0, substeps: int = 16, **kwargs) -> App:
+        return new_app(plugins=True, dt=dt, substeps=substeps, **kwargs)
+
+    return factory

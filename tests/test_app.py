@@ -16,23 +16,6 @@ from systems import ClothSet, DefaultPlugins
 DT = 1.0 / 60.0            # [s]
 
 
-@pytest.fixture
-def new_app():
-    """Return ``factory(plugins=False, **kw)``: an App (with DefaultPlugins if asked), closed at teardown."""
-    apps: list[App] = []
-
-    def factory(plugins: bool = False, **kwargs) -> App:
-        app = App(**kwargs)
-        if plugins:
-            app.add_plugin(DefaultPlugins)
-        apps.append(app)
-        return app
-
-    yield factory
-    for app in apps:
-        app.close()
-
-
 def small_cloth(**options) -> Cloth:
     """A 4×4 particle, 1 m square sheet (16 particles)."""
     return Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0), **options)

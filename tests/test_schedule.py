@@ -12,18 +12,13 @@ SUBSTEPS = 4
 
 
 @pytest.fixture
-def new_app():
-    """Return ``factory(**kw)``: a bare App (no plugins), closed at teardown."""
-    apps: list[App] = []
+def new_app(new_app):
+    """The shared ``new_app`` (tests/conftest.py) with this file's binary-fraction dt and substeps."""
 
     def factory(**kwargs) -> App:
-        app = App(**{"dt": DT, "substeps": SUBSTEPS, **kwargs})
-        apps.append(app)
-        return app
+        return new_app(**{"dt": DT, "substeps": SUBSTEPS, **kwargs})
 
-    yield factory
-    for app in apps:
-        app.close()
+    return factory
 
 
 def recorder(calls: list, name: str):

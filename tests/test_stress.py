@@ -15,7 +15,7 @@ import logging
 import numpy as np
 import pytest
 
-from components import Cloth, ClothMaterial, Gravity, MassSpringSettings, Pin, Transform, Wind
+from components import Cloth, Gravity, MassSpringSettings, Pin, Transform, Wind
 from components.inertia import Inertia
 from engine import App, Stage, mesh
 from systems.guard import MAX_STRETCH, Recovery

@@ -12,7 +12,6 @@ from hypothesis.extra import numpy as hnp
 
 from components import PRESETS, Cloth, ClothMaterial, Gravity, Pin, Transform
 from engine import App, FixedClock, mesh
-from systems import DefaultPlugins
 
 NO_LINKS = np.zeros((0, 2), np.int32)
 NO_KINDS = np.zeros(0, np.int8)
@@ -33,22 +32,6 @@ def bare_cloth(n: int = 20, **fields) -> Cloth:
     options = dict(x=line(n), mass=np.ones(n), links=NO_LINKS, link_kind=NO_KINDS)
     options.update(fields)
     return Cloth(**options)
-
-
-@pytest.fixture
-def stepping_app():
-    """Return ``factory()``: an App with DefaultPlugins, closed at teardown."""
-    apps: list[App] = []
-
-    def factory() -> App:
-        app = App()
-        app.add_plugin(DefaultPlugins)
-        apps.append(app)
-        return app
-
-    yield factory
-    for app in apps:
-        app.close()
 
 
 # --- Cloth: particles -----------------------------------------------------------------------------------------
@@ -362,15 +345,15 @@ def test_pin_rejects_an_active_mask_of_the_wrong_shape_or_dtype():
         Pin(index=[1, 2], active=np.array([1, 0], np.int64))
 
 
-def test_pin_index_out_of_range_raises_when_the_app_first_steps(stepping_app):
-    app = stepping_app()
+def test_pin_index_out_of_range_raises_when_the_app_first_steps(make_app):
+    app = make_app()
     app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0)), Pin(index=[0, 99]))     # fine until bound to the cloth
     with pytest.raises(ValueError, match=r"Pin\.index\[1\] = 99: out of range for a cloth of 16 particles"):
         app.step()
 
 
-def test_pin_attached_to_an_entity_without_transform_raises_naming_attach_to(stepping_app):
-    app = stepping_app()
+def test_pin_attached_to_an_entity_without_transform_raises_naming_attach_to(make_app):
+    app = make_app()
     carrier = app.spawn()                                               # an entity with no Transform
     app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0)), Pin(index=[0, 3], attach_to=carrier))
     with pytest.raises(ValueError, match=rf"Pin\.attach_to = {carrier}: that entity has no Transform"):
