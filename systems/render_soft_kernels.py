@@ -181,7 +181,6 @@ def rasterize(screen, valid, normals, uv, strain, triangles, light, front_rgb, b
                         qa, qb, qc = wa * aw, wb * bw, wc * cw        # perspective-correct weights
                         q = 1.0 / (qa + qb + qc)
                         qa, qb, qc = qa * q, qb * q, qc * q
-                        f = 1.0
                         r = qa * rgb[0, 0] + qb * rgb[1, 0] + qc * rgb[2, 0]
                         g = qa * rgb[0, 1] + qb * rgb[1, 1] + qc * rgb[2, 1]
                         bl = qa * rgb[0, 2] + qb * rgb[1, 2] + qc * rgb[2, 2]
