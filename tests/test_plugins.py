@@ -39,35 +39,6 @@ def test_entry_point_plugins_are_discovered_and_run_in_declared_order(vortex_ins
     app.close()
 
 
-def test_entry_point_sewing_constraint_closes_a_seam(vortex_installed):
-    app = App(plugins="auto")
-    app.add_plugin(DefaultPlugins)
-    sheet = mesh.grid(12, 12, 1.0, 1.0, plane="xz")
-    cloth = Cloth.from_mesh(sheet, "cotton", tethers=False)
-    left, right = sheet.side("left"), sheet.side("right")
-    app.spawn(cloth, vortex_installed.Seam(np.stack([left, right], axis=1), compliance=0.0))
-    app.insert_resource(__import__("components").Gravity((0.0, 0.0, 0.0)))
-    gap0 = float(np.linalg.norm(cloth.x[left] - cloth.x[right], axis=1).max())
-    app.step(240)
-    gap = float(np.linalg.norm(cloth.x[left] - cloth.x[right], axis=1).max())
-    assert gap < 0.02 * gap0, f"seam still {gap:.4f} m open (started at {gap0:.3f} m)"
-    assert np.isfinite(cloth.x).all()
-    app.close()
-
-
-def test_entry_point_vortex_swirls_cloth_around_its_axis(vortex_installed):
-    app = App(plugins="auto")
-    app.add_plugin(DefaultPlugins)
-    app.insert_resource(__import__("components").Gravity((0.0, 0.0, 0.0)))
-    cloth = Cloth.from_particles([[0.5, 0.0, 0.0]], mass=0.1, links=np.zeros((0, 2), np.int32))
-    app.spawn(cloth)
-    app.spawn(vortex_installed.Vortex(center=(0, 0, 0), axis=(0, 1, 0), strength=4.0, pull=0.0, radius=2.0))
-    app.step(10)
-    # axis × r for r along +x and axis +y points along −z: the particle starts swirling that way
-    assert cloth.v[0, 2] < -0.05 and abs(cloth.v[0, 1]) < 1e-12
-    app.close()
-
-
 def test_a_core_system_is_replaced_by_name():
     app = App()
     app.add_plugin(DefaultPlugins)
