@@ -47,6 +47,7 @@ import numba
 import numpy as np
 
 from engine import io as _io
+from engine.geometry import closest_point_on_triangle
 
 __all__ = ["MODES", "main", "thicken", "save_thickened", "distance_field", "marching_tetrahedra", "simplify", "smooth",
            "refit", "closest_points", "vertex_normals"]
@@ -323,47 +324,6 @@ def _grid_point(linear: np.ndarray, shape: tuple[int, ...], origin: np.ndarray, 
 # --- private: kernels ------------------------------------------------------------------------------------------
 
 @numba.njit(cache=True)
-def _closest_on_triangle(px, py, pz, a, b, c):
-    """Closest point to p on triangle abc (Ericson, Real-Time Collision Detection §5.1.5); degenerate-safe."""
-    abx, aby, abz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    acx, acy, acz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
-    apx, apy, apz = px - a[0], py - a[1], pz - a[2]
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return a[0], a[1], a[2]
-    bpx, bpy, bpz = px - b[0], py - b[1], pz - b[2]
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return b[0], b[1], b[2]
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3) if d1 != d3 else 0.0
-        return a[0] + v * abx, a[1] + v * aby, a[2] + v * abz
-    cpx, cpy, cpz = px - c[0], py - c[1], pz - c[2]
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return c[0], c[1], c[2]
-    vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6) if d2 != d6 else 0.0
-        return a[0] + w * acx, a[1] + w * acy, a[2] + w * acz
-    va = d3 * d6 - d5 * d4
-    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        denom = (d4 - d3) + (d5 - d6)
-        w = (d4 - d3) / denom if denom != 0.0 else 0.0
-        return b[0] + w * (c[0] - b[0]), b[1] + w * (c[1] - b[1]), b[2] + w * (c[2] - b[2])
-    denom = va + vb + vc
-    if denom == 0.0:                                      # degenerate triangle: fall back to its first corner
-        return a[0], a[1], a[2]
-    v = vb / denom
-    w = vc / denom
-    return a[0] + abx * v + acx * w, a[1] + aby * v + acy * w, a[2] + abz * v + acz * w
-
-
-@numba.njit(cache=True)
 def _surface_distance(positions, triangles, origin, h, reach, field):
     """field[i, j, k] = min(field, distance [m] from grid point to each triangle) for points within reach of its box."""
     for t in range(triangles.shape[0]):
@@ -381,7 +341,7 @@ def _surface_distance(positions, triangles, origin, h, reach, field):
                 py = origin[1] + j * h
                 for k in range(lo[2], hi[2] + 1):
                     pz = origin[2] + k * h
-                    qx, qy, qz = _closest_on_triangle(px, py, pz, a, b, c)
+                    qx, qy, qz = closest_point_on_triangle(px, py, pz, a, b, c)
                     dist = np.sqrt((px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2)
                     if dist < field[i, j, k]:
                         field[i, j, k] = dist
@@ -557,14 +517,14 @@ def _closest(points, positions, triangles, lo, cell, shape, starts, items, out):
                     key = (i * shape[1] + j) * shape[2] + k
                     for s in range(starts[key], starts[key + 1]):
                         t = items[s]
-                        qx, qy, qz = _closest_on_triangle(px, py, pz, positions[triangles[t, 0]],
+                        qx, qy, qz = closest_point_on_triangle(px, py, pz, positions[triangles[t, 0]],
                                                           positions[triangles[t, 1]], positions[triangles[t, 2]])
                         dist = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
                         if dist < best:
                             best, bx, by, bz = dist, qx, qy, qz
         if not best <= cell * cell:                       # nearest may lie beyond the searched cells
             for t in range(triangles.shape[0]):
-                qx, qy, qz = _closest_on_triangle(px, py, pz, positions[triangles[t, 0]],
+                qx, qy, qz = closest_point_on_triangle(px, py, pz, positions[triangles[t, 0]],
                                                   positions[triangles[t, 1]], positions[triangles[t, 2]])
                 dist = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
                 if dist < best:

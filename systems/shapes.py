@@ -11,6 +11,7 @@ import math
 import numba
 
 from components.collider import BOX, CAPSULE, CYLINDER, PLANE, PRISM, SPHERE
+from engine.geometry import closest_point_on_triangle
 
 
 @numba.njit(cache=True)
@@ -161,8 +162,7 @@ def _mesh_sdf(m, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out):
     for j in range(mcell[s_off + flat], mcell[s_off + flat + 1]):
         t = t_off + mcelltri[c_off + j]
         a, b, cc = mt[t, 0], mt[t, 1], mt[t, 2]
-        px, py, pz = _closest_on_triangle(mv[a, 0], mv[a, 1], mv[a, 2], mv[b, 0], mv[b, 1], mv[b, 2],
-                                          mv[cc, 0], mv[cc, 1], mv[cc, 2], lx, ly, lz)
+        px, py, pz = closest_point_on_triangle(lx, ly, lz, mv[a], mv[b], mv[cc])
         dx, dy, dz = lx - px, ly - py, lz - pz
         d2 = dx * dx + dy * dy + dz * dz
         if d2 < best:
@@ -180,41 +180,3 @@ def _mesh_sdf(m, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, out):
                 out[0], out[1], out[2], out[3] = d, dx / d, dy / d, dz / d
             else:                                     # on or behind the triangle: leave by its front
                 out[0], out[1], out[2], out[3] = -d, nx, ny, nz
-
-
-@numba.njit(cache=True)
-def _closest_on_triangle(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz):
-    """Closest point to p on triangle abc (Ericson, Real-Time Collision Detection §5.1.5)."""
-    abx, aby, abz = bx - ax, by - ay, bz - az
-    acx, acy, acz = cx - ax, cy - ay, cz - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return ax, ay, az
-    bpx, bpy, bpz = px - bx, py - by, pz - bz
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return bx, by, bz
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        return ax + v * abx, ay + v * aby, az + v * abz
-    cpx, cpy, cpz = px - cx, py - cy, pz - cz
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return cx, cy, cz
-    vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6)
-        return ax + w * acx, ay + w * acy, az + w * acz
-    va = d3 * d6 - d5 * d4
-    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        return bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
-    denom = 1.0 / (va + vb + vc)
-    v = vb * denom
-    w = vc * denom
-    return ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w
