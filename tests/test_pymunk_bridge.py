@@ -59,3 +59,22 @@ def test_rigid_body_rejects_a_non_body():
         RigidBody2D("ball")
     with pytest.raises(ValueError, match=r"RigidBody2D\.scale = 0\.0"):
         RigidBody2D(pymunk.Body(1, 1), scale=0.0)
+
+
+def test_a_pymunk_box_becomes_a_box_collider_and_other_polygons_prisms(make_app):
+    from components import Box, Collider, Prism, Transform
+    app = make_app()
+    body = pymunk.Body(1.0, 1.0)
+    body.position = (2.0, 1.0)
+    crate = pymunk.Poly.create_box(body, (0.4, 0.8))
+    wedge = pymunk.Poly(body, [(0, 0), (1, 0), (0, 1)])
+    space = pymunk.Space()
+    space.add(body, crate, wedge)
+    rigid = RigidBody2D(body, depth=0.5)
+    app.spawn(rigid)
+    app.step()
+    kinds = {type(app.get(e, Collider).shape) for e in rigid.shape_entities}
+    assert kinds == {Box, Prism}
+    box_entity = next(e for e in rigid.shape_entities if isinstance(app.get(e, Collider).shape, Box))
+    assert np.allclose(app.get(box_entity, Collider).shape.half_extents, (0.2, 0.4, 0.25))
+    assert np.allclose(app.get(box_entity, Transform).position, (2.0, 1.0, 0.0))
