@@ -57,7 +57,7 @@ class ConstraintPlugin:
 
 
 class EnvironmentPlugin:
-    """Collisions with spheres and planes, with Coulomb friction."""
+    """Collisions with every collider shape (moving, swept for fast particles), with Coulomb friction."""
 
     def build(self, app: App) -> None:
         app.add_system(environment.gather_colliders, Stage.PRE_STEP, in_set=ClothSet.FORCES)
