@@ -401,12 +401,7 @@ def _plan_splits(link_a, link_b, triangles, x, tri_offsets, tri_list, boundary, 
             keep = 0
             move = 0
             for e in range(tri_offsets[p], tri_offsets[p + 1]):
-                t = tri_list[e]
-                s = 0.0
-                for c in range(3):
-                    r = triangles[t, c]
-                    s += (x[r, 0] - x[p, 0]) * dx + (x[r, 1] - x[p, 1]) * dy + (x[r, 2] - x[p, 2]) * dz
-                if s >= 0.0:
+                if _toward(triangles, tri_list[e], x, p, dx, dy, dz) >= 0.0:
                     keep += 1
                 else:
                     move += 1
@@ -414,11 +409,7 @@ def _plan_splits(link_a, link_b, triangles, x, tri_offsets, tri_list, boundary, 
                 continue
             for e in range(tri_offsets[p], tri_offsets[p + 1]):
                 t = tri_list[e]
-                s = 0.0
-                for c in range(3):
-                    r = triangles[t, c]
-                    s += (x[r, 0] - x[p, 0]) * dx + (x[r, 1] - x[p, 1]) * dy + (x[r, 2] - x[p, 2]) * dz
-                if s < 0.0:
+                if _toward(triangles, t, x, p, dx, dy, dz) < 0.0:
                     for c in range(3):
                         if out[t, c] == p:
                             out[t, c] = n + m
@@ -427,6 +418,16 @@ def _plan_splits(link_a, link_b, triangles, x, tri_offsets, tri_list, boundary, 
             m += 1
             break
     return out, source[:m], used
+
+
+@numba.njit(cache=True)
+def _toward(triangles, t, x, p, dx, dy, dz):
+    """Σ over triangle t's corners of (corner − x_p)·d: ≥ 0 when t lies on the side of p that d points to."""
+    s = 0.0
+    for c in range(3):
+        r = triangles[t, c]
+        s += (x[r, 0] - x[p, 0]) * dx + (x[r, 1] - x[p, 1]) * dy + (x[r, 2] - x[p, 2]) * dz
+    return s
 
 
 @numba.njit(cache=True)
