@@ -38,6 +38,8 @@ PARALLEL_MIN_PARTICLES = 4_000
 """Particle count from which the separation pass runs on all threads (below, thread start-up costs more)."""
 CHUNKS = 64
 """Fixed particle ranges of the parallel pass."""
+BUCKETS_PER_PARTICLE = 16
+"""Hash table size per particle (rounded up to a power of two): few other cells share a bucket."""
 CLAMP = 0.3
 """Largest substep displacement of a self-colliding particle, as a fraction of its thickness
 (7 m/s for 25 mm cloth at 16 substeps of 1/60 s). A 48×48 heap had up to 6 close pairs while
@@ -52,9 +54,13 @@ class SelfCollisionBuffers:
         self.x = self.x_prev = self.rest = self.out = np.zeros((0, 3))
         self.inv_mass = self.thickness = self.friction = np.zeros(0)
         self.cloth = np.zeros(0, np.int32)
-        self.table = np.zeros(1, np.int64)
+        self.thickest = 0.0
+        self.table = np.zeros(1, np.int32)
         self.entries = np.zeros(0, np.int32)
+        self.keys = np.zeros(0, np.int64)
+        self.xs = np.zeros((0, 3))
         self.cell_of = np.zeros((0, 3), np.int64)
+        self.offsets = np.zeros(1, np.int64)
 
 
 def collide_self(app: App, h: float) -> None:
@@ -66,18 +72,18 @@ def collide_self(app: App, h: float) -> None:
     key = tuple((id(c), c.particle_count) for c in clothes)   # tearing changes the count
     if key != buffers.key:
         _allocate(buffers, clothes)
-    offsets = np.cumsum([0] + [c.particle_count for c in clothes])
+    offsets = buffers.offsets
     for k, c in enumerate(clothes):                    # one copy in per cloth, per substep
         buffers.x[offsets[k]:offsets[k + 1]] = c.x
         buffers.x_prev[offsets[k]:offsets[k + 1]] = c.x_prev
         buffers.inv_mass[offsets[k]:offsets[k + 1]] = c.inv_mass
-    cell = float(buffers.thickness.max())
     _clamp_motion(buffers.x_prev, buffers.thickness, CLAMP, buffers.inv_mass, buffers.x)
-    _hash(buffers.x, cell, buffers.table, buffers.entries, buffers.cell_of)
+    _hash(buffers.x, buffers.thickest, buffers.table, buffers.entries, buffers.keys, buffers.xs, buffers.cell_of)
     parallel = numba.get_num_threads() > 1 and buffers.x.shape[0] >= PARALLEL_MIN_PARTICLES
     separate = _separate_parallel if parallel else _separate_serial
     separate(buffers.x, buffers.x_prev, buffers.rest, buffers.cloth, buffers.inv_mass, buffers.thickness,
-             buffers.friction, buffers.table, buffers.entries, buffers.cell_of, buffers.out)
+             buffers.thickest, buffers.friction, buffers.table, buffers.entries, buffers.keys, buffers.xs,
+             buffers.cell_of, buffers.out)
     for k, c in enumerate(clothes):
         c.x[:] = buffers.out[offsets[k]:offsets[k + 1]]
         if c.self_collision_mode == "triangle":
@@ -101,8 +107,12 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     buffers.cloth = np.concatenate([np.full(c.particle_count, k, np.int32) for k, c in enumerate(clothes)])
     buffers.thickness = np.concatenate([np.full(c.particle_count, c.material.thickness) for c in clothes])
     buffers.friction = np.concatenate([np.full(c.particle_count, min(c.material.friction, 1.0)) for c in clothes])
-    buffers.table = np.zeros(_power_of_two(2 * n) + 1, np.int64)
+    buffers.thickest = float(buffers.thickness.max())
+    buffers.offsets = np.cumsum([0] + [c.particle_count for c in clothes])
+    buffers.table = np.zeros(_power_of_two(BUCKETS_PER_PARTICLE * n) + 1, np.int32)
     buffers.entries = np.zeros(n, np.int32)
+    buffers.keys = np.zeros(n, np.int64)
+    buffers.xs = np.zeros((n, 3))
     buffers.cell_of = np.zeros((n, 3), np.int64)
 
 
@@ -141,10 +151,22 @@ def _clamp_motion(x_prev, thickness, fraction, inv_mass, x):
             x[p, 2] = x_prev[p, 2] + dz * s
 
 
+CELL_OFFSET = 1 << 20
+"""Added to cell coordinates before packing (|cell index| < 2**20: ±13 km at 12 mm cells)."""
+
+
 @numba.njit(cache=True)
-def _hash(x, cell, table, entries, cell_of):
-    """Counting-sort particles into hash buckets: bucket b holds entries[table[b]:table[b + 1]];
-    cell_of (n, 3) int64 records each particle's grid cell."""
+def _cell_key(ix, iy, iz):
+    """Grid cell (ix, iy, iz) packed in one int64, x in the lowest 21 bits: the cells ix … ix+2 of a
+    row are the keys k … k+2, so "q is in this row" is one unsigned compare."""
+    return ((iz + CELL_OFFSET) << 42) | ((iy + CELL_OFFSET) << 21) | (ix + CELL_OFFSET)
+
+
+@numba.njit(cache=True)
+def _hash(x, cell, table, entries, keys, xs, cell_of):
+    """Counting-sort particles into hash buckets: bucket b holds entries[table[b]:table[b + 1]],
+    with each entry's packed cell in keys and its position in xs (bucket order, so the scan in
+    ``_separate_range`` reads them in sequence); cell_of (n, 3) records each particle's cell."""
     size = table.shape[0] - 1
     table[:] = 0
     for p in range(x.shape[0]):
@@ -156,26 +178,29 @@ def _hash(x, cell, table, entries, cell_of):
     fill = table[:-1].copy()
     for p in range(x.shape[0]):
         b = _cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size)
-        entries[fill[b]] = p
+        e = fill[b]
+        entries[e] = p
+        keys[e] = _cell_key(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2])
+        xs[e, 0], xs[e, 1], xs[e, 2] = x[p, 0], x[p, 1], x[p, 2]
         fill[b] += 1
 
 
 @numba.njit(cache=True)
-def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, friction, table, entries, cell_of,
-                   out):
+def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys,
+                    xs, cell_of, out):
     """One Jacobi separation pass: each particle sums its separations from (and averages its friction
     with) every particle in the 27 cells around it, from positions at the start of the pass, and
     writes only its own row of out.
 
     Particles lo … hi−1 only: the drivers below split the work (no particle reads another's output,
     so serial and parallel give the same result).
-    The body is written out in the loop: as a called helper with a 27-slot scratch array per
-    particle it cost 550 ns per particle (48×48 sheet); ``cell_of`` (n, 3) replaces that scratch:
-    a candidate counts only if it lies in the cell being visited (buckets may hold several cells).
-    Copying the particles into bucket order first (contiguous buckets) measured slower, 500 against
-    310–390 ns per particle at n = 128. The cost is visiting buckets (~0.3 particles each, so the
-    loop branches mispredict): a row of three cells is read as one range of entries, 9 ranges
-    instead of 27 buckets (4.5 → 3.5 ms for the bare loop at n = 128)."""
+    The cost is the scan of the candidates (10 per particle in the n = 128 drape, 1.8 of them
+    closer than the thickness), and there the branches, not the arithmetic: a row of three cells
+    is three consecutive buckets (HASH_X = 1), read as one range, 9 ranges instead of 27 buckets;
+    the table has 16 buckets per particle, so a range holds almost only particles of its row (at
+    2 per particle half of the scanned entries were other cells': 3.2 against 1.7 ms for the bare
+    scan at n = 128); the row test is one compare of packed cell keys, and positions are read from
+    the bucket-ordered copy xs. Mass, rest position and friction of q are read only for contacts."""
     size = table.shape[0] - 1
     mask = size - 1
     for p in range(lo, hi):
@@ -184,6 +209,8 @@ def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, frictio
         if wp == 0.0:
             continue
         cx, cy, cz = cell_of[p, 0], cell_of[p, 1], cell_of[p, 2]
+        px, py, pz = x[p, 0], x[p, 1], x[p, 2]
+        reach2 = (0.5 * (thickness[p] + thickest)) ** 2
         sx = 0.0
         sy = 0.0
         sz = 0.0
@@ -196,20 +223,22 @@ def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, frictio
             for oz in range(-1, 2):
                 # the row of cells cx-1 … cx+1 is three consecutive buckets (HASH_X = 1): one range
                 first = (base - 1 + oy * HASH_Y + oz * HASH_Z) & mask
+                row = _cell_key(cx - 1, cy + oy, cz + oz)
                 for part in range(3 if first + 2 >= size else 1):   # a row wrapping the table's end
-                    lo = table[(first + part) & mask]
-                    hi = table[first + 3] if first + 2 < size else table[((first + part) & mask) + 1]
-                    for e in range(lo, hi):
-                        q = entries[e]
-                        if (q == p or cell_of[q, 1] != cy + oy or cell_of[q, 2] != cz + oz
-                                or abs(cell_of[q, 0] - cx) > 1):
+                    begin = table[(first + part) & mask]
+                    end = table[first + 3] if first + 2 < size else table[((first + part) & mask) + 1]
+                    for e in range(begin, end):
+                        if numba.uint64(keys[e] - row) > 2:       # another cell in the same bucket
                             continue
-                        dx = x[p, 0] - x[q, 0]
-                        dy = x[p, 1] - x[q, 1]
-                        dz = x[p, 2] - x[q, 2]
+                        dx = px - xs[e, 0]
+                        dy = py - xs[e, 1]
+                        dz = pz - xs[e, 2]
                         d2 = dx * dx + dy * dy + dz * dz
+                        if d2 >= reach2 or d2 < 1e-24:           # (q == p is the d2 = 0 case)
+                            continue
+                        q = entries[e]
                         gap = 0.5 * (thickness[p] + thickness[q])
-                        if d2 >= gap * gap or d2 < 1e-24:
+                        if d2 >= gap * gap:
                             continue
                         if cloth[p] == cloth[q]:         # mesh neighbours keep their rest distance
                             rx = rest[p, 0] - rest[q, 0]
@@ -227,9 +256,9 @@ def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, frictio
                         sz += dz * share
                         # friction between layers: pull this particle's motion toward the pair's average
                         f = 0.25 * (friction[p] + friction[q])
-                        fx += f * ((x[q, 0] - x_prev[q, 0]) - (x[p, 0] - x_prev[p, 0]))
-                        fy += f * ((x[q, 1] - x_prev[q, 1]) - (x[p, 1] - x_prev[p, 1]))
-                        fz += f * ((x[q, 2] - x_prev[q, 2]) - (x[p, 2] - x_prev[p, 2]))
+                        fx += f * ((x[q, 0] - x_prev[q, 0]) - (px - x_prev[p, 0]))
+                        fy += f * ((x[q, 1] - x_prev[q, 1]) - (py - x_prev[p, 1]))
+                        fz += f * ((x[q, 2] - x_prev[q, 2]) - (pz - x_prev[p, 2]))
                         count += 1
         if count > 0:
             out[p, 0] += sx + fx / count
@@ -238,19 +267,21 @@ def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, frictio
 
 
 @numba.njit(cache=True)
-def _separate_serial(x, x_prev, rest, cloth, inv_mass, thickness, friction, table, entries, cell_of, out):
+def _separate_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
+                     cell_of, out):
     """One separation pass over every particle on one thread (small cloths). Twin of ``_separate_parallel``."""
-    _separate_range(0, x.shape[0], x, x_prev, rest, cloth, inv_mass, thickness, friction, table, entries, cell_of,
-                    out)
+    _separate_range(0, x.shape[0], x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries,
+                    keys, xs, cell_of, out)
 
 
 @numba.njit(cache=True, parallel=True)
-def _separate_parallel(x, x_prev, rest, cloth, inv_mass, thickness, friction, table, entries, cell_of, out):
+def _separate_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
+                       cell_of, out):
     """One separation pass with the particles split into CHUNKS ranges over all threads (same result)."""
     n = x.shape[0]
     for chunk in prange(CHUNKS):
         _separate_range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS, x, x_prev, rest, cloth, inv_mass, thickness,
-                        friction, table, entries, cell_of, out)
+                        thickest, friction, table, entries, keys, xs, cell_of, out)
 
 
 @numba.njit(cache=True)
