@@ -40,6 +40,9 @@ CHUNKS = 64
 """Fixed particle ranges of the parallel pass."""
 BUCKETS_PER_PARTICLE = 16
 """Hash table size per particle (rounded up to a power of two): few other cells share a bucket."""
+CONTACTS_PER_PARTICLE = 4
+"""Contact slots per particle to start with (a heap of cloth has about one; a chunk that runs out
+doubles them all and the pass runs again)."""
 CLAMP = 0.3
 """Largest substep displacement of a self-colliding particle, as a fraction of its thickness
 (7 m/s for 25 mm cloth at 16 substeps of 1/60 s). A 48×48 heap had up to 6 close pairs while
@@ -51,7 +54,7 @@ class SelfCollisionBuffers:
 
     def __init__(self) -> None:
         self.key: tuple[tuple[int, int], ...] = ()
-        self.x = self.x_prev = self.rest = self.out = np.zeros((0, 3))
+        self.x = self.x_prev = self.rest = np.zeros((0, 3))
         self.inv_mass = self.thickness = self.friction = np.zeros(0)
         self.cloth = np.zeros(0, np.int32)
         self.thickest = 0.0
@@ -61,6 +64,10 @@ class SelfCollisionBuffers:
         self.xs = np.zeros((0, 3))
         self.cell_of = np.zeros((0, 3), np.int64)
         self.offsets = np.zeros(1, np.int64)
+        self.pair = np.zeros((0, 2), np.int32)
+        self.push = self.slip = np.zeros((0, 3))
+        self.first_slot = self.last_slot = np.zeros(CHUNKS, np.int64)
+        self.count = np.zeros(0, np.int32)
 
 
 def collide_self(app: App, h: float) -> None:
@@ -72,20 +79,27 @@ def collide_self(app: App, h: float) -> None:
     key = tuple((id(c), c.particle_count) for c in clothes)   # tearing changes the count
     if key != buffers.key:
         _allocate(buffers, clothes)
-    offsets = buffers.offsets
-    for k, c in enumerate(clothes):                    # one copy in per cloth, per substep
-        buffers.x[offsets[k]:offsets[k + 1]] = c.x
-        buffers.x_prev[offsets[k]:offsets[k + 1]] = c.x_prev
-        buffers.inv_mass[offsets[k]:offsets[k + 1]] = c.inv_mass
-    _clamp_motion(buffers.x_prev, buffers.thickness, CLAMP, buffers.inv_mass, buffers.x)
-    _hash(buffers.x, buffers.thickest, buffers.table, buffers.entries, buffers.keys, buffers.xs, buffers.cell_of)
-    parallel = numba.get_num_threads() > 1 and buffers.x.shape[0] >= PARALLEL_MIN_PARTICLES
-    separate = _separate_parallel if parallel else _separate_serial
-    separate(buffers.x, buffers.x_prev, buffers.rest, buffers.cloth, buffers.inv_mass, buffers.thickness,
-             buffers.thickest, buffers.friction, buffers.table, buffers.entries, buffers.keys, buffers.xs,
-             buffers.cell_of, buffers.out)
+    if len(clothes) == 1:                              # one cloth: work on its own arrays
+        x, x_prev, inv_mass = clothes[0].x, clothes[0].x_prev, clothes[0].inv_mass
+    else:                                              # several: one copy in per cloth, per substep
+        x, x_prev, inv_mass = buffers.x, buffers.x_prev, buffers.inv_mass
+        for k, c in enumerate(clothes):
+            x[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x
+            x_prev[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x_prev
+            inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]] = c.inv_mass
+    _clamp_motion(x_prev, buffers.thickness, CLAMP, inv_mass, x)
+    _hash(x, buffers.thickest, buffers.table, buffers.entries, buffers.keys, buffers.xs, buffers.cell_of)
+    parallel = numba.get_num_threads() > 1 and x.shape[0] >= PARALLEL_MIN_PARTICLES
+    find = _contacts_parallel if parallel else _contacts_serial
+    while not find(x, x_prev, buffers.rest, buffers.cloth, inv_mass, buffers.thickness, buffers.thickest,
+                   buffers.friction, buffers.table, buffers.entries, buffers.keys, buffers.xs, buffers.cell_of,
+                   buffers.pair, buffers.push, buffers.slip, buffers.first_slot, buffers.last_slot):
+        _allocate_contacts(buffers, 2 * buffers.pair.shape[0] // max(1, x.shape[0]))   # a chunk ran out
+    _apply_contacts(inv_mass, buffers.pair, buffers.push, buffers.slip, buffers.first_slot, buffers.last_slot,
+                    buffers.count, x)
     for k, c in enumerate(clothes):
-        c.x[:] = buffers.out[offsets[k]:offsets[k + 1]]
+        if len(clothes) > 1:
+            c.x[:] = x[buffers.offsets[k]:buffers.offsets[k + 1]]
         if c.self_collision_mode == "triangle":
             _point_triangle(c.triangles, c.material.thickness, c.inv_mass, c.x)
 
@@ -101,7 +115,6 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     buffers.key = tuple((id(c), c.particle_count) for c in clothes)
     buffers.x = np.zeros((n, 3))
     buffers.x_prev = np.zeros((n, 3))
-    buffers.out = np.zeros((n, 3))
     buffers.inv_mass = np.zeros(n)
     buffers.rest = np.concatenate([c.rest_x for c in clothes])
     buffers.cloth = np.concatenate([np.full(c.particle_count, k, np.int32) for k, c in enumerate(clothes)])
@@ -109,11 +122,23 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     buffers.friction = np.concatenate([np.full(c.particle_count, min(c.material.friction, 1.0)) for c in clothes])
     buffers.thickest = float(buffers.thickness.max())
     buffers.offsets = np.cumsum([0] + [c.particle_count for c in clothes])
-    buffers.table = np.zeros(_power_of_two(BUCKETS_PER_PARTICLE * n) + 1, np.int32)
+    buffers.table = np.zeros(_power_of_two(BUCKETS_PER_PARTICLE * n) + 2, np.int32)
     buffers.entries = np.zeros(n, np.int32)
     buffers.keys = np.zeros(n, np.int64)
     buffers.xs = np.zeros((n, 3))
     buffers.cell_of = np.zeros((n, 3), np.int64)
+    buffers.count = np.zeros(n, np.int32)
+    _allocate_contacts(buffers, CONTACTS_PER_PARTICLE)
+
+
+def _allocate_contacts(buffers: SelfCollisionBuffers, per_particle: int) -> None:
+    """Contact slots for ``per_particle`` contacts per particle on average, split evenly over the chunks."""
+    per_chunk = max(16, per_particle * buffers.x.shape[0] // CHUNKS + per_particle)
+    buffers.pair = np.zeros((per_chunk * CHUNKS, 2), np.int32)
+    buffers.push = np.zeros((per_chunk * CHUNKS, 3))
+    buffers.slip = np.zeros((per_chunk * CHUNKS, 3))
+    buffers.first_slot = np.arange(CHUNKS, dtype=np.int64) * per_chunk
+    buffers.last_slot = buffers.first_slot.copy()
 
 
 # --- kernels --------------------------------------------------------------------------------------
@@ -166,122 +191,169 @@ def _cell_key(ix, iy, iz):
 def _hash(x, cell, table, entries, keys, xs, cell_of):
     """Counting-sort particles into hash buckets: bucket b holds entries[table[b]:table[b + 1]],
     with each entry's packed cell in keys and its position in xs (bucket order, so the scan in
-    ``_separate_range`` reads them in sequence); cell_of (n, 3) records each particle's cell."""
-    size = table.shape[0] - 1
+    ``_find_contacts`` reads them in sequence); cell_of (n, 3) records each particle's cell.
+
+    ``table`` has size + 2 slots: counts go to b + 2, so after the prefix sum table[b + 1] is
+    bucket b's start, which the fill advances to its end, leaving table[b] = start (no copy)."""
+    size = table.shape[0] - 2
     table[:] = 0
     for p in range(x.shape[0]):
         for c in range(3):
             cell_of[p, c] = int(math.floor(x[p, c] / cell))
-        table[_cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size) + 1] += 1
+        table[_cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size) + 2] += 1
     for b in range(size):
-        table[b + 1] += table[b]
-    fill = table[:-1].copy()
+        table[b + 2] += table[b + 1]
     for p in range(x.shape[0]):
         b = _cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size)
-        e = fill[b]
+        e = table[b + 1]
+        table[b + 1] = e + 1
         entries[e] = p
         keys[e] = _cell_key(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2])
         xs[e, 0], xs[e, 1], xs[e, 2] = x[p, 0], x[p, 1], x[p, 2]
-        fill[b] += 1
+
+
+HALF_SHELL = ((0, 0), (0, 1), (1, -1), (1, 0), (1, 1))
+"""Rows (dy, dz) of the forward half of a particle's 27 cells: its own row from its own cell on, and
+the four rows after it. Every pair of particles lies in the forward half of exactly one of the two."""
 
 
 @numba.njit(cache=True)
-def _separate_range(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys,
-                    xs, cell_of, out):
-    """One Jacobi separation pass: each particle sums its separations from (and averages its friction
-    with) every particle in the 27 cells around it, from positions at the start of the pass, and
-    writes only its own row of out.
+def _find_contacts(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys,
+                   xs, cell_of, pair, push, slip, first_slot, last_slot):
+    """Find the touching pairs (p, q) with p in lo … hi−1 and q in p's forward half-shell, and write
+    them to slots first_slot … of pair (p, q), push and slip; return the slot after the last, or −1
+    if last_slot was reached (the caller grows the arrays and runs the pass again).
 
-    Particles lo … hi−1 only: the drivers below split the work (no particle reads another's output,
-    so serial and parallel give the same result).
-    The cost is the scan of the candidates (10 per particle in the n = 128 drape, 1.8 of them
-    closer than the thickness), and there the branches, not the arithmetic: a row of three cells
-    is three consecutive buckets (HASH_X = 1), read as one range, 9 ranges instead of 27 buckets;
-    the table has 16 buckets per particle, so a range holds almost only particles of its row (at
-    2 per particle half of the scanned entries were other cells': 3.2 against 1.7 ms for the bare
-    scan at n = 128); the row test is one compare of packed cell keys, and positions are read from
-    the bucket-ordered copy xs. Mass, rest position and friction of q are read only for contacts."""
-    size = table.shape[0] - 1
+    push is the pair's separation per unit inverse mass ((gap − d) / d / (w_p + w_q) × (x_p − x_q):
+    p moves by w_p × push, q by −w_q × push); slip the friction pull on p's motion over the
+    substep toward q's (f × (Δx_q − Δx_p), q gets the opposite).
+    Each pair is found once, from the particle whose half-shell holds the other: half the cells of
+    the full 27-cell scan. The cost is the scan of the candidates, and there the branches, not the
+    arithmetic: a row of cells is consecutive buckets (HASH_X = 1), read as one range; the table has
+    16 buckets per particle, so a range holds almost only particles of its row (at 2 per particle,
+    half of the scanned entries were other cells': 3.2 against 1.7 ms for a bare scan of the n =
+    128 drape); the row test is one compare of packed cell keys, and positions are read from the
+    bucket-ordered copy xs. Mass, rest position and friction of q are read only for contacts."""
+    size = table.shape[0] - 2
     mask = size - 1
+    slot = first_slot
     for p in range(lo, hi):
-        out[p, 0], out[p, 1], out[p, 2] = x[p, 0], x[p, 1], x[p, 2]
-        wp = inv_mass[p]
-        if wp == 0.0:
-            continue
         cx, cy, cz = cell_of[p, 0], cell_of[p, 1], cell_of[p, 2]
         px, py, pz = x[p, 0], x[p, 1], x[p, 2]
+        wp = inv_mass[p]
         reach2 = (0.5 * (thickness[p] + thickest)) ** 2
-        sx = 0.0
-        sy = 0.0
-        sz = 0.0
-        fx = 0.0
-        fy = 0.0
-        fz = 0.0
-        count = 0
         base = cx * HASH_X + cy * HASH_Y + cz * HASH_Z
-        for oy in range(-1, 2):
-            for oz in range(-1, 2):
-                # the row of cells cx-1 … cx+1 is three consecutive buckets (HASH_X = 1): one range
-                first = (base - 1 + oy * HASH_Y + oz * HASH_Z) & mask
-                row = _cell_key(cx - 1, cy + oy, cz + oz)
-                for part in range(3 if first + 2 >= size else 1):   # a row wrapping the table's end
-                    begin = table[(first + part) & mask]
-                    end = table[first + 3] if first + 2 < size else table[((first + part) & mask) + 1]
-                    for e in range(begin, end):
-                        if numba.uint64(keys[e] - row) > 2:       # another cell in the same bucket
-                            continue
-                        dx = px - xs[e, 0]
-                        dy = py - xs[e, 1]
-                        dz = pz - xs[e, 2]
-                        d2 = dx * dx + dy * dy + dz * dz
-                        if d2 >= reach2 or d2 < 1e-24:           # (q == p is the d2 = 0 case)
-                            continue
-                        q = entries[e]
-                        gap = 0.5 * (thickness[p] + thickness[q])
-                        if d2 >= gap * gap:
-                            continue
-                        if cloth[p] == cloth[q]:         # mesh neighbours keep their rest distance
-                            rx = rest[p, 0] - rest[q, 0]
-                            ry = rest[p, 1] - rest[q, 1]
-                            rz = rest[p, 2] - rest[q, 2]
-                            r2 = rx * rx + ry * ry + rz * rz
-                            if r2 < gap * gap:
-                                if d2 >= r2:
-                                    continue
-                                gap = math.sqrt(r2)
-                        d = math.sqrt(d2)
-                        share = wp / (wp + inv_mass[q]) * (gap - d) / d
-                        sx += dx * share
-                        sy += dy * share
-                        sz += dz * share
-                        # friction between layers: pull this particle's motion toward the pair's average
-                        f = 0.25 * (friction[p] + friction[q])
-                        fx += f * ((x[q, 0] - x_prev[q, 0]) - (px - x_prev[p, 0]))
-                        fy += f * ((x[q, 1] - x_prev[q, 1]) - (py - x_prev[p, 1]))
-                        fz += f * ((x[q, 2] - x_prev[q, 2]) - (pz - x_prev[p, 2]))
-                        count += 1
-        if count > 0:
-            out[p, 0] += sx + fx / count
-            out[p, 1] += sy + fy / count
-            out[p, 2] += sz + fz / count
+        for row in range(5):
+            oy, oz = HALF_SHELL[row]
+            own = row == 0                       # own row: cells cx and cx + 1 only
+            left = 0 if own else 1
+            cells = 2 if own else 3
+            bucket = (base - left + oy * HASH_Y + oz * HASH_Z) & mask
+            key = _cell_key(cx - left, cy + oy, cz + oz)
+            for part in range(cells if bucket + cells > size else 1):     # a row wrapping the table's end
+                begin = table[(bucket + part) & mask]
+                end = table[bucket + cells] if bucket + cells <= size else table[((bucket + part) & mask) + 1]
+                for e in range(begin, end):
+                    k = numba.uint64(keys[e] - key)
+                    if k >= cells:                  # another cell in the same bucket
+                        continue
+                    dx = px - xs[e, 0]
+                    dy = py - xs[e, 1]
+                    dz = pz - xs[e, 2]
+                    d2 = dx * dx + dy * dy + dz * dz
+                    if d2 >= reach2 or d2 < 1e-24:
+                        continue
+                    q = entries[e]
+                    if own and k == 0 and q <= p:     # same cell: the lower index finds the pair
+                        continue
+                    gap = 0.5 * (thickness[p] + thickness[q])
+                    if d2 >= gap * gap:
+                        continue
+                    w = wp + inv_mass[q]
+                    if w == 0.0:
+                        continue
+                    if cloth[p] == cloth[q]:         # mesh neighbours keep their rest distance
+                        rx = rest[p, 0] - rest[q, 0]
+                        ry = rest[p, 1] - rest[q, 1]
+                        rz = rest[p, 2] - rest[q, 2]
+                        r2 = rx * rx + ry * ry + rz * rz
+                        if r2 < gap * gap:
+                            if d2 >= r2:
+                                continue
+                            gap = math.sqrt(r2)
+                    if slot == last_slot:
+                        return -1
+                    d = math.sqrt(d2)
+                    s = (gap - d) / (d * w)
+                    f = 0.25 * (friction[p] + friction[q])
+                    pair[slot, 0], pair[slot, 1] = p, q
+                    push[slot, 0], push[slot, 1], push[slot, 2] = dx * s, dy * s, dz * s
+                    slip[slot, 0] = f * ((x[q, 0] - x_prev[q, 0]) - (px - x_prev[p, 0]))
+                    slip[slot, 1] = f * ((x[q, 1] - x_prev[q, 1]) - (py - x_prev[p, 1]))
+                    slip[slot, 2] = f * ((x[q, 2] - x_prev[q, 2]) - (pz - x_prev[p, 2]))
+                    slot += 1
+    return slot
 
 
 @numba.njit(cache=True)
-def _separate_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
-                     cell_of, out):
-    """One separation pass over every particle on one thread (small cloths). Twin of ``_separate_parallel``."""
-    _separate_range(0, x.shape[0], x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries,
-                    keys, xs, cell_of, out)
+def _apply_contacts(inv_mass, pair, push, slip, first_slot, last_slot, count, x):
+    """Move x by every contact found (Jacobi: all were measured at the pass's start positions):
+    separations summed, friction averaged over each particle's contacts. Serial, since pairs share
+    particles, and over the contacts only (about one per particle); ``count`` is all zero between
+    calls."""
+    for chunk in range(first_slot.shape[0]):
+        for slot in range(first_slot[chunk], last_slot[chunk]):
+            count[pair[slot, 0]] += 1
+            count[pair[slot, 1]] += 1
+    for chunk in range(first_slot.shape[0]):
+        for slot in range(first_slot[chunk], last_slot[chunk]):
+            p, q = pair[slot, 0], pair[slot, 1]
+            wp, wq = inv_mass[p], inv_mass[q]
+            fp = 1.0 / count[p] if wp > 0.0 else 0.0
+            fq = 1.0 / count[q] if wq > 0.0 else 0.0
+            for c in range(3):
+                x[p, c] += wp * push[slot, c] + fp * slip[slot, c]
+                x[q, c] -= wq * push[slot, c] + fq * slip[slot, c]
+    for chunk in range(first_slot.shape[0]):
+        for slot in range(first_slot[chunk], last_slot[chunk]):
+            count[pair[slot, 0]] = 0
+            count[pair[slot, 1]] = 0
+
+
+@numba.njit(cache=True)
+def _contacts_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
+                     cell_of, pair, push, slip, first_slot, last_slot):
+    """Find every contact, chunk by chunk, on one thread (small cloths); False if a chunk's slots ran
+    out. Twin of ``_contacts_parallel``: the same chunks, so the same contacts in the same slots."""
+    n = x.shape[0]
+    chunks = first_slot.shape[0]
+    full = False
+    for chunk in range(chunks):
+        end = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth, inv_mass,
+                             thickness, thickest, friction, table, entries, keys, xs, cell_of, pair, push, slip,
+                             first_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
+        full |= end < 0
+        last_slot[chunk] = max(end, first_slot[chunk])
+    return not full
 
 
 @numba.njit(cache=True, parallel=True)
-def _separate_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
-                       cell_of, out):
-    """One separation pass with the particles split into CHUNKS ranges over all threads (same result)."""
+def _contacts_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
+                       cell_of, pair, push, slip, first_slot, last_slot):
+    """Find every contact with the chunks spread over all threads (each chunk writes its own slots)."""
     n = x.shape[0]
-    for chunk in prange(CHUNKS):
-        _separate_range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS, x, x_prev, rest, cloth, inv_mass, thickness,
-                        thickest, friction, table, entries, keys, xs, cell_of, out)
+    chunks = first_slot.shape[0]
+    for chunk in prange(chunks):
+        end = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth, inv_mass,
+                             thickness, thickest, friction, table, entries, keys, xs, cell_of, pair, push, slip,
+                             first_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
+        last_slot[chunk] = end
+    full = False
+    for chunk in range(chunks):
+        if last_slot[chunk] < 0:
+            full = True
+            last_slot[chunk] = first_slot[chunk]
+    return not full
 
 
 @numba.njit(cache=True)
