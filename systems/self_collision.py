@@ -8,18 +8,21 @@ Müller's Ten Minute Physics self-collision:
    cannot pass through each other between two checks (the velocity clamp against tunnelling);
 2. hash: particles of every cloth with ``self_collision`` on go into one spatial hash (cell =
    the largest thickness), rebuilt each substep (counting sort, O(n));
-3. separate: every particle closer than the pair's thickness to another is pushed apart, mass
-   weighted; mesh neighbours whose rest distance is below the thickness keep their rest distance
+3. separate: every pair closer than its thickness is found once (each particle searches the
+   forward half of its 27 cells) and pushed apart, mass weighted; mesh neighbours whose rest distance is below the thickness keep their rest distance
    instead, so the cloth's own edges are not fought. Pairs from different cloths always keep the
    thickness: this is the inter-cloth collision (a cape against a flag), with the same machinery;
 4. friction between layers: a touching pair's motions over the substep are pulled toward their
    average by the cloths' friction (0 slides freely, 1 moves together).
 
-Each particle sums its own corrections from the positions at the start of the pass (Jacobi), so
-the result does not depend on visiting order or thread count. Separations are summed, friction
-averaged over the contacts: averaging the separations too (constraint averaging) left a falling
-48×48 heap with 12 pairs inside 0.9 × thickness, summing left none. Large cloths run the pass
-on all threads in fixed particle ranges (same result); small ones stay on one. Coarse meshes, whose particles are farther apart than the thickness, can use
+Every contact is measured at the positions of the start of the pass (Jacobi) and written to
+slots of a fixed particle range (chunk); the contacts are then applied in chunk order, so the
+result does not depend on thread count. Separations are summed, friction averaged over each
+particle's contacts: averaging the separations too (constraint averaging) left a falling 48×48
+heap with 12 pairs inside 0.9 × thickness, summing left none. Large cloths run clamp, hash and
+search on all threads (the hash in bucket ranges, "lanes"); small ones stay on one, with the same
+result. Cost at n = 128 (16,384 particles, 2 threads): about 1.1 ms per substep, hash 0.27 of it.
+Coarse meshes, whose particles are farther apart than the thickness, can use
 ``self_collision_mode="triangle"``: a point–triangle proximity pass keeps particles off the
 cloth's non-incident triangles as well.
 """
@@ -38,6 +41,8 @@ PARALLEL_MIN_PARTICLES = 4_000
 """Particle count from which the separation pass runs on all threads (below, thread start-up costs more)."""
 CHUNKS = 64
 """Fixed particle ranges of the parallel pass."""
+LANES = 2
+"""Ranges of hash buckets sorted side by side, on all threads (a fixed number: same table for any thread count)."""
 BUCKETS_PER_PARTICLE = 16
 """Hash table size per particle (rounded up to a power of two): few other cells share a bucket."""
 CONTACTS_PER_PARTICLE = 4
@@ -59,6 +64,9 @@ class SelfCollisionBuffers:
         self.cloth = np.zeros(0, np.int32)
         self.thickest = 0.0
         self.table = np.zeros(1, np.int32)
+        self.bucket = np.zeros(0, np.int64)
+        self.lane_list = np.zeros((LANES, 0), np.int32)
+        self.lane_count = np.zeros((CHUNKS, LANES), np.int64)
         self.entries = np.zeros(0, np.int32)
         self.keys = np.zeros(0, np.int64)
         self.xs = np.zeros((0, 3))
@@ -87,13 +95,12 @@ def collide_self(app: App, h: float) -> None:
             x[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x
             x_prev[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x_prev
             inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]] = c.inv_mass
-    _clamp_motion(x_prev, buffers.thickness, CLAMP, inv_mass, x)
-    _hash(x, buffers.thickest, buffers.table, buffers.entries, buffers.keys, buffers.xs, buffers.cell_of)
     parallel = numba.get_num_threads() > 1 and x.shape[0] >= PARALLEL_MIN_PARTICLES
     find = _contacts_parallel if parallel else _contacts_serial
-    while not find(x, x_prev, buffers.rest, buffers.cloth, inv_mass, buffers.thickness, buffers.thickest,
-                   buffers.friction, buffers.table, buffers.entries, buffers.keys, buffers.xs, buffers.cell_of,
-                   buffers.pair, buffers.push, buffers.slip, buffers.first_slot, buffers.last_slot):
+    while not find(x, x_prev, buffers.rest, buffers.cloth, inv_mass, buffers.thickness, buffers.thickest, CLAMP,
+                   buffers.friction, buffers.bucket, buffers.lane_list, buffers.lane_count, buffers.table,
+                   buffers.entries, buffers.keys, buffers.xs, buffers.cell_of, buffers.pair, buffers.push,
+                   buffers.slip, buffers.first_slot, buffers.last_slot):
         _allocate_contacts(buffers, 2 * buffers.pair.shape[0] // max(1, x.shape[0]))   # a chunk ran out
     _apply_contacts(inv_mass, buffers.pair, buffers.push, buffers.slip, buffers.first_slot, buffers.last_slot,
                     buffers.count, x)
@@ -122,7 +129,10 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     buffers.friction = np.concatenate([np.full(c.particle_count, min(c.material.friction, 1.0)) for c in clothes])
     buffers.thickest = float(buffers.thickness.max())
     buffers.offsets = np.cumsum([0] + [c.particle_count for c in clothes])
-    buffers.table = np.zeros(_power_of_two(BUCKETS_PER_PARTICLE * n) + 2, np.int32)
+    buffers.table = np.zeros(_power_of_two(max(LANES, BUCKETS_PER_PARTICLE * n)) + 1, np.int32)
+    buffers.bucket = np.zeros(n, np.int64)
+    buffers.lane_list = np.zeros((LANES, n), np.int32)
+    buffers.lane_count = np.zeros((CHUNKS, LANES), np.int64)
     buffers.entries = np.zeros(n, np.int32)
     buffers.keys = np.zeros(n, np.int64)
     buffers.xs = np.zeros((n, 3))
@@ -157,25 +167,6 @@ def _cell_hash(ix, iy, iz, size):
     return (ix * HASH_X + iy * HASH_Y + iz * HASH_Z) & (size - 1)
 
 
-@numba.njit(cache=True)
-def _clamp_motion(x_prev, thickness, fraction, inv_mass, x):
-    """Shorten any substep displacement longer than fraction × thickness (anti-tunnelling clamp);
-    particles of inverse mass 0 (pinned, grabbed) go where they are told."""
-    for p in range(x.shape[0]):
-        if inv_mass[p] == 0.0:
-            continue
-        dx = x[p, 0] - x_prev[p, 0]
-        dy = x[p, 1] - x_prev[p, 1]
-        dz = x[p, 2] - x_prev[p, 2]
-        d = math.sqrt(dx * dx + dy * dy + dz * dz)
-        limit = fraction * thickness[p]
-        if d > limit:
-            s = limit / d
-            x[p, 0] = x_prev[p, 0] + dx * s
-            x[p, 1] = x_prev[p, 1] + dy * s
-            x[p, 2] = x_prev[p, 2] + dz * s
-
-
 CELL_OFFSET = 1 << 20
 """Added to cell coordinates before packing (|cell index| < 2**20: ±13 km at 12 mm cells)."""
 
@@ -188,28 +179,73 @@ def _cell_key(ix, iy, iz):
 
 
 @numba.njit(cache=True)
-def _hash(x, cell, table, entries, keys, xs, cell_of):
-    """Counting-sort particles into hash buckets: bucket b holds entries[table[b]:table[b + 1]],
-    with each entry's packed cell in keys and its position in xs (bucket order, so the scan in
-    ``_find_contacts`` reads them in sequence); cell_of (n, 3) records each particle's cell.
-
-    ``table`` has size + 2 slots: counts go to b + 2, so after the prefix sum table[b + 1] is
-    bucket b's start, which the fill advances to its end, leaving table[b] = start (no copy)."""
-    size = table.shape[0] - 2
-    table[:] = 0
-    for p in range(x.shape[0]):
+def _locate(chunk, lo, hi, x_prev, thickness, fraction, inv_mass, cell, x, cell_of, bucket, lane_list, lane_count,
+            size):
+    """For particles lo … hi−1 (chunk ``chunk``): clamp the substep's motion to fraction × thickness
+    (anti-tunnelling; pinned and grabbed particles, of inverse mass 0, go where they are told), find
+    the grid cell and hash bucket, and list the particle under its lane (bucket range), in order."""
+    lanes = lane_count.shape[1]
+    for lane in range(lanes):
+        lane_count[chunk, lane] = 0
+    for p in range(lo, hi):
+        if inv_mass[p] != 0.0:
+            dx = x[p, 0] - x_prev[p, 0]
+            dy = x[p, 1] - x_prev[p, 1]
+            dz = x[p, 2] - x_prev[p, 2]
+            d = math.sqrt(dx * dx + dy * dy + dz * dz)
+            limit = fraction * thickness[p]
+            if d > limit:
+                s = limit / d
+                x[p, 0] = x_prev[p, 0] + dx * s
+                x[p, 1] = x_prev[p, 1] + dy * s
+                x[p, 2] = x_prev[p, 2] + dz * s
         for c in range(3):
             cell_of[p, c] = int(math.floor(x[p, c] / cell))
-        table[_cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size) + 2] += 1
-    for b in range(size):
-        table[b + 2] += table[b + 1]
-    for p in range(x.shape[0]):
         b = _cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size)
-        e = table[b + 1]
-        table[b + 1] = e + 1
-        entries[e] = p
-        keys[e] = _cell_key(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2])
-        xs[e, 0], xs[e, 1], xs[e, 2] = x[p, 0], x[p, 1], x[p, 2]
+        bucket[p] = b
+        lane = b * lanes // size
+        lane_list[lane, lo + lane_count[chunk, lane]] = p
+        lane_count[chunk, lane] += 1
+
+
+@numba.njit(cache=True)
+def _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs):
+    """Counting-sort the particles of one lane into its buckets: bucket b holds entries[table[b]:
+    table[b + 1]], with each entry's packed cell in keys and its position in xs (bucket order, so
+    the scan in ``_find_contacts`` reads them in sequence).
+
+    The lane writes table[b + 1] for its buckets only: counts, then starts (the prefix sum, from the
+    particles of the lanes before), then, advanced by the fill, ends; so table[b] is bucket b's start
+    when every lane is done, with no copy and no lane touching another's slots."""
+    n = x.shape[0]
+    size = table.shape[0] - 1
+    lanes = lane_count.shape[1]
+    chunks = lane_count.shape[0]
+    first, last = lane * size // lanes, (lane + 1) * size // lanes
+    table[first + 1:last + 1] = 0
+    if lane == 0:
+        table[0] = 0
+    start = 0
+    for chunk in range(chunks):
+        for other in range(lane):
+            start += lane_count[chunk, other]
+        lo = chunk * n // chunks
+        for k in range(lane_count[chunk, lane]):
+            table[bucket[lane_list[lane, lo + k]] + 1] += 1
+    for b in range(first, last):
+        c = table[b + 1]
+        table[b + 1] = start
+        start += c
+    for chunk in range(chunks):
+        lo = chunk * n // chunks
+        for k in range(lane_count[chunk, lane]):
+            p = lane_list[lane, lo + k]
+            b = bucket[p]
+            e = table[b + 1]
+            table[b + 1] = e + 1
+            entries[e] = p
+            keys[e] = _cell_key(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2])
+            xs[e, 0], xs[e, 1], xs[e, 2] = x[p, 0], x[p, 1], x[p, 2]
 
 
 HALF_SHELL = ((0, 0), (0, 1), (1, -1), (1, 0), (1, 1))
@@ -234,7 +270,7 @@ def _find_contacts(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, thickest
     half of the scanned entries were other cells': 3.2 against 1.7 ms for a bare scan of the n =
     128 drape); the row test is one compare of packed cell keys, and positions are read from the
     bucket-ordered copy xs. Mass, rest position and friction of q are read only for contacts."""
-    size = table.shape[0] - 2
+    size = table.shape[0] - 1
     mask = size - 1
     slot = first_slot
     for p in range(lo, hi):
@@ -321,12 +357,19 @@ def _apply_contacts(inv_mass, pair, push, slip, first_slot, last_slot, count, x)
 
 
 @numba.njit(cache=True)
-def _contacts_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
-                     cell_of, pair, push, slip, first_slot, last_slot):
-    """Find every contact, chunk by chunk, on one thread (small cloths); False if a chunk's slots ran
-    out. Twin of ``_contacts_parallel``: the same chunks, so the same contacts in the same slots."""
+def _contacts_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, friction, bucket, lane_list,
+                     lane_count, table, entries, keys, xs, cell_of, pair, push, slip, first_slot, last_slot):
+    """Clamp, hash and find every contact, chunk by chunk and lane by lane, on one thread (small
+    cloths); False if a chunk's contact slots ran out. Twin of ``_contacts_parallel``: the same
+    chunks and lanes, so the same table and the same contacts in the same slots."""
     n = x.shape[0]
+    size = table.shape[0] - 1
     chunks = first_slot.shape[0]
+    for chunk in range(chunks):
+        _locate(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x_prev, thickness, fraction, inv_mass,
+                thickest, x, cell_of, bucket, lane_list, lane_count, size)
+    for lane in range(lane_count.shape[1]):
+        _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
     full = False
     for chunk in range(chunks):
         end = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth, inv_mass,
@@ -338,11 +381,18 @@ def _contacts_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fric
 
 
 @numba.njit(cache=True, parallel=True)
-def _contacts_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys, xs,
-                       cell_of, pair, push, slip, first_slot, last_slot):
-    """Find every contact with the chunks spread over all threads (each chunk writes its own slots)."""
+def _contacts_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, friction, bucket, lane_list,
+                       lane_count, table, entries, keys, xs, cell_of, pair, push, slip, first_slot, last_slot):
+    """Clamp, hash and find every contact with chunks and lanes spread over all threads (each writes
+    only its own particles, buckets and slots)."""
     n = x.shape[0]
+    size = table.shape[0] - 1
     chunks = first_slot.shape[0]
+    for chunk in prange(chunks):
+        _locate(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x_prev, thickness, fraction, inv_mass,
+                thickest, x, cell_of, bucket, lane_list, lane_count, size)
+    for lane in prange(lane_count.shape[1]):
+        _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
     for chunk in prange(chunks):
         end = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth, inv_mass,
                              thickness, thickest, friction, table, entries, keys, xs, cell_of, pair, push, slip,
