@@ -190,12 +190,17 @@ class App:
         return list(self._plugins)
 
     def add_system(self, system: System, stage: Stage = Stage.SUBSTEP, *, name: str | None = None,
-                   in_set: Any = None, before: Any = None, after: Any = None) -> App:
+                   in_set: Any = None, before: Any = None, after: Any = None,
+                   run_if: Callable[[App], bool] | None = None) -> App:
         """Run ``system(app, dt)`` in ``stage``, ordered by ``before``/``after`` (names of systems or sets).
 
+        ``run_if(app)``, if given, decides whether the system runs: once per fixed step for the
+        step's stages (a SUBSTEP system runs in all of the step's substeps or in none), once per
+        frame for INPUT and RENDER. A system that has nothing to do in most games (another cloth
+        model's solver, say) then costs nothing per substep.
         Raises ValueError for a duplicate name; unknown names and cycles raise when the stage
         next runs (so plugins may be added in any order)."""
-        self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after)
+        self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after, run_if=run_if)
         return self
 
     def add_systems(self, stage: Stage, *systems: System, in_set: Any = None, before: Any = None,
@@ -210,9 +215,11 @@ class App:
         self.schedule.configure_sets(stage, *sets, chain=chain)
         return self
 
-    def replace_system(self, name: str, system: System, stage: Stage = Stage.SUBSTEP) -> App:
-        """Swap the system registered as ``name`` for ``system``, keeping its place in the order."""
-        self.schedule.replace(stage, name, system)
+    def replace_system(self, name: str, system: System, stage: Stage = Stage.SUBSTEP,
+                       run_if: Callable[[App], bool] | None = None) -> App:
+        """Swap the system registered as ``name`` for ``system``, keeping its place in the order (not
+        the old system's run_if: the new one runs every time unless given its own)."""
+        self.schedule.replace(stage, name, system, run_if)
         return self
 
     def on(self, event: str, handler: Callable[..., None]) -> None:
@@ -248,26 +255,30 @@ class App:
         self._use()
         clock = self.clock
         dt = clock.dt
-        pre = self.schedule.systems(Stage.PRE_STEP)
-        sub = self.schedule.systems(Stage.SUBSTEP)
-        post = self.schedule.systems(Stage.POST_STEP)
+        stages = [self.schedule.runs(s) for s in (Stage.PRE_STEP, Stage.SUBSTEP, Stage.POST_STEP)]
         if self.profiling:
-            pre, sub, post = (tuple(self._timed(s) for s in group) for group in (pre, sub, post))
+            stages = [tuple((self._timed(s), c) for s, c in runs) for runs in stages]
+        pre_runs, sub_runs, post_runs = stages
         start = time.perf_counter()
         for _ in range(frames):
             # substeps are read per step: a system may change clock.substeps between steps (the
             # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/guard.py)
             h, substeps = clock.h, clock.substeps
-            for system in pre:
+            for system in self._due(pre_runs):
                 system(self, dt)
+            sub = self._due(sub_runs)
             for k in range(substeps):
                 clock.substep_index = k
                 for system in sub:
                     system(self, h)
-            for system in post:
+            for system in self._due(post_runs):
                 system(self, dt)
             clock.step_index += 1
         self.sim_seconds += time.perf_counter() - start
+
+    def _due(self, runs: tuple[tuple[System, Any], ...]) -> list[System]:
+        """The systems of ``runs`` whose run_if condition holds now (or that have none)."""
+        return [system for system, condition in runs if condition is None or condition(self)]
 
     def _timed(self, system: System) -> System:
         """Wrap ``system`` so its wall-clock time adds to ``system_seconds`` under its name."""
@@ -294,7 +305,7 @@ class App:
     def run_stage(self, stage: Stage, dt: float) -> None:
         """Run the systems of one stage once with ``dt`` (INPUT and RENDER are run by ``update``)."""
         self._use()
-        for system in self.schedule.systems(stage):
+        for system in self._due(self.schedule.runs(stage)):
             system(self, dt)
 
     def run(self, argv: Iterable[str] | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 System = Callable[[Any, float], None]
+Condition = Callable[[Any], bool]
 
 
 class Stage(enum.IntEnum):
@@ -49,6 +50,7 @@ class _Entry:
     before: tuple[str, ...]
     after: tuple[str, ...]
     enabled: bool = True
+    run_if: Condition | None = None
 
 
 def _names(value: str | enum.Enum | Iterable[str | enum.Enum] | None) -> tuple[str, ...]:
@@ -76,22 +78,28 @@ class Schedule:
     def add(self, stage: Stage, system: System, *, name: str | None = None,
             in_set: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
             before: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
-            after: str | enum.Enum | Iterable[str | enum.Enum] | None = None) -> None:
+            after: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
+            run_if: Condition | None = None) -> None:
         """Add ``system`` to ``stage``; raise ValueError if its name is already taken there."""
         stage = Stage(stage)
         if not callable(system):
             raise TypeError(f"add_system: {system!r} is not callable; a system is a callable (app, dt)")
+        if run_if is not None and not callable(run_if):
+            raise TypeError(f"add_system: run_if={run_if!r} is not callable; a condition is a callable (app) -> bool")
         key = name or system_name(system)
         if any(e.name == key for e in self._entries[stage]):
             raise ValueError(f"add_system: a system named {key!r} is already in stage {stage.name}; "
                              f"pass name= to add a second one, or replace_system to swap it")
-        self._entries[stage].append(_Entry(key, system, _names(in_set), _names(before), _names(after)))
+        self._entries[stage].append(_Entry(key, system, _names(in_set), _names(before), _names(after),
+                                           run_if=run_if))
         self._order.pop(stage, None)
 
-    def replace(self, stage: Stage, name: str, system: System) -> None:
-        """Swap the system registered as ``name`` in ``stage`` for ``system``, keeping its order."""
+    def replace(self, stage: Stage, name: str, system: System, run_if: Condition | None = None) -> None:
+        """Swap the system registered as ``name`` in ``stage`` for ``system``, keeping its order; the
+        old system's run_if condition goes with it (``run_if`` gives the new one its own)."""
         entry = self._find(Stage(stage), name)
         entry.system = system
+        entry.run_if = run_if
         self._order.pop(Stage(stage), None)
 
     def remove(self, stage: Stage, name: str) -> None:
@@ -119,12 +127,16 @@ class Schedule:
 
     def systems(self, stage: Stage) -> tuple[System, ...]:
         """Return the enabled systems of ``stage`` in run order (resolved once, then cached)."""
+        return tuple(system for system, _ in self.runs(stage))
+
+    def runs(self, stage: Stage) -> tuple[tuple[System, Condition | None], ...]:
+        """Return (system, run_if condition or None) of each enabled system of ``stage``, in run order."""
         stage = Stage(stage)
         order = self._order.get(stage)
         if order is None:
             entries = self._resolve(stage)
             self._resolved_names[stage] = [e.name for e in entries]
-            order = self._order[stage] = tuple(e.system for e in entries if e.enabled)
+            order = self._order[stage] = tuple((e.system, e.run_if) for e in entries if e.enabled)
         return order
 
     def _find(self, stage: Stage, name: str) -> _Entry:

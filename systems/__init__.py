@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from components import Gravity
 from engine import App, PluginGroup, Stage
-from systems import constraints, environment, guard, integration, pins, pymunk_bridge, self_collision
+from systems import conditions, constraints, environment, guard, integration, pins, pymunk_bridge, self_collision
 from systems.implicit import ImplicitPlugin
 from systems.mass_spring import MassSpringPlugin
 from systems.picking import PickingPlugin
@@ -68,7 +68,8 @@ class SelfCollisionPlugin:
     """Self- and inter-cloth particle collision for cloths with ``self_collision`` on."""
 
     def build(self, app: App) -> None:
-        app.add_system(self_collision.collide_self, Stage.SUBSTEP, in_set=ClothSet.SELF_COLLIDE)
+        app.add_system(self_collision.collide_self, Stage.SUBSTEP, in_set=ClothSet.SELF_COLLIDE,
+                       run_if=conditions.self_colliding)
 
 
 class PymunkPlugin:

@@ -192,20 +192,49 @@ def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
 
 
 @numba.njit(cache=True)
-def _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                   rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev,
-                   x, acc):
-    """Contacts of the particles of range ``chunk`` (of CHUNKS) against every collider: writes their x
-    and adds the momentum they give each collider to acc[chunk] (k, 7)."""
-    n = x.shape[0]
-    k = kind.shape[0]
-    sd = np.empty(4)
-    for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
+def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion):
+    """Indices of the colliders whose bounding ball, grown by the contact reach and its motion this
+    substep, touches the box around the free particles' substep paths; colliders without a bound
+    (planes, meshes) always. A cape among a level's platforms meets one or two of them: testing
+    every particle against each measured 0.44 of the cape game's 1.3 ms frame."""
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for p in range(x.shape[0]):
         if inv_mass[p] == 0.0:
             continue
-        for c in range(k):
-            reach = thickness + margin[c]
-            r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
+        for a in range(3):
+            lo[a] = min(lo[a], x[p, a], x_prev[p, a])
+            hi[a] = max(hi[a], x[p, a], x_prev[p, a])
+    near = np.empty(bound.shape[0], np.int64)
+    count = 0
+    for c in range(bound.shape[0]):
+        if bound[c] > 0.0:
+            gap2 = 0.0
+            for a in range(3):
+                g = max(lo[a] - pos1[c, a], pos1[c, a] - hi[a], 0.0)
+                gap2 += g * g
+            radius = bound[c] + thickness + margin[c] + motion[c]
+            if gap2 > radius * radius:
+                continue
+        near[count] = c
+        count += 1
+    return near[:count]
+
+
+@numba.njit(cache=True)
+def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                   rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev,
+                   x, acc):
+    """Contacts of the particles of range ``chunk`` (of CHUNKS) against the colliders ``near`` the
+    cloth: writes their x and adds the momentum they give each collider to acc[chunk] (k, 7)."""
+    n = x.shape[0]
+    sd = np.empty(4)
+    for c in near:                  # colliders outside: particles are independent, so the order of
+        reach = thickness + margin[c]       # the loops changes nothing but the cost of the views
+        r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
+        for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
+            if inv_mass[p] == 0.0:
+                continue
             # particle in the collider's frame: end of substep (end pose), start (start pose)
             lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
             ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
@@ -341,9 +370,10 @@ def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygo
     on all threads with the same result (the n = 128 drape spent 13 ms of a 76 ms step here,
     serially); small cloths stay serial, where thread start-up costs more than it saves."""
     rot0, rot1, pos0, pos1, bound, motion = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
+    near = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion)
     acc = np.zeros((CHUNKS, kind.shape[0], 7))
     for chunk in range(CHUNKS):
-        _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+        _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
                        rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h,
                        x_prev, x, acc)
     _reduce(acc, impulse, impulse_point)
@@ -355,9 +385,10 @@ def _collide_parallel(kind, params, margin, friction, pose0, pose1, a0, a1, poly
                       impulse_point):
     """Twin of ``_collide_serial`` with the particle ranges on all threads (same result, bit for bit)."""
     rot0, rot1, pos0, pos1, bound, motion = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
+    near = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion)
     acc = np.zeros((CHUNKS, kind.shape[0], 7))
     for chunk in prange(CHUNKS):
-        _collide_range(chunk, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+        _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
                        rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h,
                        x_prev, x, acc)
     _reduce(acc, impulse, impulse_point)

@@ -35,6 +35,7 @@ import numpy as np
 
 from components import Cloth, Gravity
 from engine import App, Stage
+from systems.conditions import uses_model
 from systems.distance_limits import link_bounds, relax_distances
 from systems.sets import ClothSet
 from systems.surface import vertex_normals_into
@@ -50,10 +51,11 @@ class MassSpringPlugin:
     """Mass-spring cloth (``model="mass_spring"``): integrate, limit deformation, correct velocities."""
 
     def build(self, app: App) -> None:
+        active = uses_model("mass_spring")       # skipped in steps with no mass-spring cloth
         app.insert_resource(MassSpringScratch(), replace=False)
-        app.add_system(integrate_springs, Stage.SUBSTEP, in_set=ClothSet.PREDICT)
-        app.add_system(limit_spring_deformation, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN)
-        app.add_system(update_spring_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE)
+        app.add_system(integrate_springs, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=active)
+        app.add_system(limit_spring_deformation, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN, run_if=active)
+        app.add_system(update_spring_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE, run_if=active)
 
 
 class MassSpringScratch:

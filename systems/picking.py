@@ -42,7 +42,7 @@ class PickingPlugin:
 
     def build(self, app: App) -> None:
         app.add_system(hold_grabs, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS, after=ClothSet.PIN_TARGETS)
-        app.add_system(move_grabs, Stage.SUBSTEP, in_set=ClothSet.PIN, after=ClothSet.PIN)
+        app.add_system(move_grabs, Stage.SUBSTEP, in_set=ClothSet.PIN, after=ClothSet.PIN, run_if=holding)
 
 
 # --- picking -------------------------------------------------------------------------------------
@@ -153,6 +153,11 @@ def hold_grabs(app: App, dt: float) -> None:
         if not cloth.substepped:                     # whole-step solver: on the target from the start
             cloth.v[p] = (g.target - cloth.x[p]) / dt
             cloth.x[p] = g.target
+
+
+def holding(app: App) -> bool:
+    """Run condition of ``move_grabs``: some Grab holds a particle."""
+    return any(g.held_cloth is not None for _, g in app.query(Grab))
 
 
 def move_grabs(app: App, h: float) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 
 from components import Cloth, Gravity
 from engine import App, Stage
+from systems.conditions import uses_model
 from systems.distance_limits import link_bounds, relax_distances
 from systems.sets import ClothSet
 
@@ -34,10 +35,11 @@ class VerletPlugin:
     """Verlet cloth (``model="verlet"``): predict, relax distance limits, derive velocities."""
 
     def build(self, app: App) -> None:
+        active = uses_model("verlet")       # skipped in steps with no verlet cloth
         app.insert_resource(VerletScratch(), replace=False)
-        app.add_system(predict_verlet, Stage.SUBSTEP, in_set=ClothSet.PREDICT)
-        app.add_system(relax_verlet_links, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN)
-        app.add_system(update_verlet_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE)
+        app.add_system(predict_verlet, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=active)
+        app.add_system(relax_verlet_links, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN, run_if=active)
+        app.add_system(update_verlet_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE, run_if=active)
 
 
 class VerletScratch:

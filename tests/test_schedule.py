@@ -348,3 +348,60 @@ def test_a_group_of_plugins_is_built_in_order(new_app):
 def test_adding_something_that_is_not_a_plugin_raises_type_error(new_app):
     with pytest.raises(TypeError, match=r"add_plugin: 42 is neither a plugin"):
         new_app().add_plugin(42)
+
+
+# --- run conditions -------------------------------------------------------------------------------------------
+
+def test_run_if_is_checked_once_per_step_after_pre_step(new_app):
+    app = new_app()
+    calls: list = []
+    checks: list = []
+    state = {"on": False}
+
+    def switch_on(app: App, dt: float) -> None:              # PRE_STEP decides for this step's substeps
+        state["on"] = app.clock.step_index == 1
+
+    def condition(app: App) -> bool:
+        checks.append(app.clock.step_index)
+        return state["on"]
+
+    app.add_system(switch_on, Stage.PRE_STEP)
+    app.add_system(recorder(calls, "sub"), Stage.SUBSTEP, run_if=condition)
+    app.step(3)
+    assert calls == [("sub", DT / SUBSTEPS)] * SUBSTEPS          # all substeps of step 1, none of 0 and 2
+    assert checks == [0, 1, 2]                                   # one check per step, not per substep
+
+
+def test_run_if_applies_to_input_and_render(new_app):
+    app = new_app()
+    calls: list = []
+    app.add_system(recorder(calls, "render"), Stage.RENDER, run_if=lambda app: False)
+    app.add_system(recorder(calls, "input"), Stage.INPUT, run_if=lambda app: True)
+    app.update(0.0)
+    assert names_run(calls) == ["input"]
+
+
+def test_run_if_must_be_callable(new_app):
+    with pytest.raises(TypeError, match="run_if"):
+        new_app().add_system(recorder([], "s"), Stage.SUBSTEP, run_if=True)
+
+
+def test_replace_system_drops_the_old_condition(new_app):
+    app = new_app()
+    calls: list = []
+    app.add_system(recorder(calls, "old"), Stage.SUBSTEP, name="slot", run_if=lambda app: False)
+    app.replace_system("slot", recorder(calls, "new"))
+    app.step(1)
+    assert names_run(calls) == ["new"] * SUBSTEPS
+
+
+def test_model_systems_are_skipped_without_a_cloth_of_their_model(new_app):
+    app = new_app().add_plugin(DefaultPlugins)
+    app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0)))            # xpbd
+    app.profiling = True
+    app.step(1)
+    assert "solve_constraints" in app.system_seconds
+    assert not {"predict_verlet", "integrate_springs", "collide_self", "move_grabs"} & set(app.system_seconds)
+    app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0), model="verlet"))
+    app.step(1)
+    assert "predict_verlet" in app.system_seconds
