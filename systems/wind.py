@@ -72,11 +72,11 @@ class WindScratch:
     def __init__(self) -> None:
         self.by_entity: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def get(self, entity: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return (force (n, 3) [N], rate (n,) [kg/s]) scratch for ``entity``'s n particles."""
+    def get(self, entity: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return (force (n, 3) [N], rate (n,) [kg/s], air (n, 3) [m/s]) scratch for ``entity``'s n particles."""
         arrays = self.by_entity.get(entity)
         if arrays is None or arrays[1].shape[0] != n:
-            arrays = self.by_entity[entity] = (np.zeros((n, 3)), np.zeros(n))
+            arrays = self.by_entity[entity] = (np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3)))
         return arrays
 
 
@@ -94,10 +94,10 @@ def apply_wind(app: App, dt: float) -> None:
     for entity, cloth in app.query(Cloth):
         if cloth.triangles.shape[0] == 0:
             continue
-        acc, rate = scratch.get(entity, cloth.particle_count)
+        acc, rate, air = scratch.get(entity, cloth.particle_count)
         _aero_forces(cloth.triangles, cloth.x, cloth.v, cloth.mass, base, amp, modes, cones, t,
                      first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt,
-                     acc, rate, cloth.force)
+                     acc, rate, air, cloth.force)
 
 
 def air_velocity(winds: Iterable[Wind], blowers: Iterable[Blower], points: np.ndarray, time: float) -> np.ndarray:
@@ -225,16 +225,21 @@ def _air_at_points(points, base, amp, modes, cones, t, out):
 
 
 @numba.njit(cache=True)
-def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl, cvi, dt, acc, rate, force):
+def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl, cvi, dt, acc, rate, air, force):
     """Add each triangle's drag, lift and viscous force (module docstring) to ``force``, a third per corner.
 
     triangles (t, 3) int32; x (n, 3) [m]; v (n, 3) [m/s]; mass (n,) [kg]; air: see ``_air_at``;
-    rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s]. Scratch acc (n, 3) [N], rate (n,) [kg/s].
+    rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s]. Scratch acc (n, 3) [N], rate (n,) [kg/s], air (n, 3).
     Adds to force (n, 3) [N], each particle's share scaled by min(1, m/(rate·dt)) (stability cap).
-    Skips triangles of zero area. Serial: triangles share corners."""
+    Skips triangles of zero area. Serial: triangles share corners.
+    The air is evaluated at the particles and averaged over each triangle's corners: a grid has
+    twice as many triangles as particles, and the sines of the turbulence were 60 % of the flag
+    game's wind cost; over a triangle (5 cm) the shortest wave (0.5 m) is linear to 0.3 % of the wind."""
     acc[:, :] = 0.0
     rate[:] = 0.0
     third = 1.0 / 3.0
+    for p in range(x.shape[0]):
+        air[p, 0], air[p, 1], air[p, 2] = _air_at(x[p, 0], x[p, 1], x[p, 2], t, base, amp, modes, cones)
     for f in range(triangles.shape[0]):
         i0 = triangles[f, 0]
         i1 = triangles[f, 1]
@@ -255,10 +260,9 @@ def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl,
         nx /= twice
         ny /= twice
         nz /= twice
-        cx = (x[i0, 0] + x[i1, 0] + x[i2, 0]) * third
-        cy = (x[i0, 1] + x[i1, 1] + x[i2, 1]) * third
-        cz = (x[i0, 2] + x[i1, 2] + x[i2, 2]) * third
-        ux, uy, uz = _air_at(cx, cy, cz, t, base, amp, modes, cones)
+        ux = (air[i0, 0] + air[i1, 0] + air[i2, 0]) * third
+        uy = (air[i0, 1] + air[i1, 1] + air[i2, 1]) * third
+        uz = (air[i0, 2] + air[i1, 2] + air[i2, 2]) * third
         rx = ux - (v[i0, 0] + v[i1, 0] + v[i2, 0]) * third
         ry = uy - (v[i0, 1] + v[i1, 1] + v[i2, 1]) * third
         rz = uz - (v[i0, 2] + v[i1, 2] + v[i2, 2]) * third
