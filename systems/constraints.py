@@ -28,6 +28,7 @@ from numba import prange
 
 from components import Cloth
 from engine import App
+from systems.batch import BATCH_MIN_CLOTHS, Batch
 from systems.distance_limits import relax_distances
 
 PARALLEL_MIN_LINKS = 20_000
@@ -52,23 +53,57 @@ Measured on a 16×16 rubber sheet (compliance 0.05 m/N, limit 10 %, no tethers):
 
 
 def solve_constraints(app: App, h: float) -> None:
-    """Project every XPBD cloth's links, bend angles and tethers ``cloth.iterations`` times."""
+    """Project every XPBD cloth's links, bend angles and tethers ``cloth.iterations`` times.
+
+    Large cloths split each colour over the threads; two or more small ones go to one kernel
+    call as a batch, a cloth per thread (``ConstraintBatch``)."""
     inv_h2 = 1.0 / (h * h)
     parallel = numba.get_num_threads() > 1
-    for _, cloth in app.query(Cloth):
-        if cloth.model != "xpbd":
-            continue
-        bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
-        kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
-        kernel(cloth.iterations, inv_h2,
-               cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_color_offsets,
-               cloth.bend_quads, cloth.bend_rest_angle, cloth.material.bend_angle_compliance,
-               bend_offsets,
-               cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
-               cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda)
+    clothes = [cloth for _, cloth in app.query(Cloth) if cloth.model == "xpbd"]
+    small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
+    batch = None
+    if len(small) >= BATCH_MIN_CLOTHS:
+        batch = app.insert_resource(ConstraintBatch(), replace=False)
+        if app.clock.substep_index == 0:
+            batch.update(small)
+        (_solve_batch_parallel if parallel else _solve_batch_serial)(inv_h2, *batch.arrays())
+    for cloth in clothes:
+        if batch is None or cloth.link_count >= PARALLEL_MIN_LINKS:
+            kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
+            kernel(cloth.iterations, inv_h2, *_solve_arrays(cloth))
         if cloth.material.strain_limit is not None:      # Provot 1995: passes of the deformation limit
             relax_distances(STRAIN_LIMIT_MAX_PASSES, cloth.link_i, cloth.link_j, _zeros(cloth.link_count),
                             cloth.link_max, cloth.inv_mass, cloth.x)
+
+
+def _solve_arrays(cloth: Cloth) -> tuple:
+    """The arrays and bend compliance a solve kernel takes after ``iterations, inv_h2``."""
+    bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
+    return (cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_color_offsets,
+            cloth.bend_quads, cloth.bend_rest_angle, cloth.material.bend_angle_compliance, bend_offsets,
+            cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
+            cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda)
+
+
+class ConstraintBatch:
+    """Resource: the small XPBD cloths as one batch (systems/batch.py), solved a cloth per thread."""
+
+    def __init__(self) -> None:
+        self.batch = Batch()
+        self.lists: tuple = ()
+        self.iterations = np.zeros(0, np.int64)
+        self.bend_compliance = np.zeros(0)
+
+    def update(self, clothes: list[Cloth]) -> None:
+        """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
+        rows = [_solve_arrays(c) for c in clothes]
+        self.lists = self.batch.update([row[:7] + row[8:] for row in rows])
+        self.iterations = np.array([c.iterations for c in clothes], np.int64)
+        self.bend_compliance = np.array([row[7] for row in rows], np.float64)
+
+    def arrays(self) -> tuple:
+        """Arguments of ``_solve_batch_*`` after inv_h2."""
+        return (self.iterations, self.bend_compliance, *self.lists)
 
 
 def refresh_tethers(app: App, dt: float) -> None:
@@ -297,6 +332,32 @@ def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_complian
                         x[p, 0] = x[a, 0] + dx * s
                         x[p, 1] = x[a, 1] + dy * s
                         x[p, 2] = x[a, 2] + dz * s
+
+
+@numba.njit(cache=True)
+def _solve_batch_serial(inv_h2, iterations, bend_compliance, link_i, link_j, link_rest, link_compliance,
+                        link_offsets, quads, rest_angle, bend_offsets, tether_offsets, tether_anchor, tether_length,
+                        inv_mass, x, link_lambda, bend_lambda):
+    """``_solve_serial`` for each cloth of a batch (typed lists, one entry per cloth), one after another.
+    Twin of ``_solve_batch_parallel``: cloths share nothing, so the result is the same."""
+    for c in range(iterations.shape[0]):
+        _solve_serial(iterations[c], inv_h2, link_i[c], link_j[c], link_rest[c], link_compliance[c],
+                      link_offsets[c], quads[c], rest_angle[c], bend_compliance[c], bend_offsets[c],
+                      tether_offsets[c], tether_anchor[c], tether_length[c], inv_mass[c], x[c], link_lambda[c],
+                      bend_lambda[c])
+
+
+@numba.njit(cache=True, parallel=True)
+def _solve_batch_parallel(inv_h2, iterations, bend_compliance, link_i, link_j, link_rest, link_compliance,
+                          link_offsets, quads, rest_angle, bend_offsets, tether_offsets, tether_anchor, tether_length,
+                          inv_mass, x, link_lambda, bend_lambda):
+    """``_solve_serial`` for each cloth of a batch, the cloths spread over the threads."""
+    for k in prange(iterations.shape[0]):
+        c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
+        _solve_serial(iterations[c], inv_h2, link_i[c], link_j[c], link_rest[c], link_compliance[c],
+                      link_offsets[c], quads[c], rest_angle[c], bend_compliance[c], bend_offsets[c],
+                      tether_offsets[c], tether_anchor[c], tether_length[c], inv_mass[c], x[c], link_lambda[c],
+                      bend_lambda[c])
 
 
 @numba.njit(cache=True)

@@ -10,25 +10,63 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
+from numba import prange
 
 from components import Cloth, Gravity
 from engine import App
+from systems.batch import BATCH_MIN_CLOTHS, Batch
+
+
+class IntegrationBatch:
+    """Resource: the XPBD cloths' particle arrays as one batch (systems/batch.py), with each cloth's
+    damping, for worlds of many cloths."""
+
+    def __init__(self) -> None:
+        self.batch = Batch()
+        self.lists: tuple = ()
+        self.damping = np.zeros(0)
+
+    def update(self, clothes: list[Cloth]) -> None:
+        """Point the batch at ``clothes`` and re-read their damping."""
+        self.lists = self.batch.update([(c.inv_mass, c.force, c.x, c.v, c.x_prev) for c in clothes])
+        self.damping = np.array([c.material.damping for c in clothes], np.float64)
+
+
+def _xpbd_cloths(app: App) -> list[Cloth]:
+    return [cloth for _, cloth in app.query(Cloth) if cloth.model == "xpbd"]
+
+
+def _batch(app: App, clothes: list[Cloth]) -> IntegrationBatch | None:
+    """The integration batch for ``clothes`` (checked at each step's first substep), or None for a few."""
+    if len(clothes) < BATCH_MIN_CLOTHS:
+        return None
+    batch = app.insert_resource(IntegrationBatch(), replace=False)
+    if app.clock.substep_index == 0:
+        batch.update(clothes)
+    return batch
 
 
 def predict_positions(app: App, h: float) -> None:
     """XPBD cloths: apply gravity and external forces for a substep of h [s] and predict positions."""
     g = app.resource(Gravity).acceleration
-    for _, cloth in app.query(Cloth):
-        if cloth.model != "xpbd":
-            continue
+    clothes = _xpbd_cloths(app)
+    batch = _batch(app, clothes)
+    if batch is not None:
+        _predict_batch(*batch.lists, g[0], g[1], g[2], h)
+        return
+    for cloth in clothes:
         _predict(cloth.inv_mass, cloth.force, g[0], g[1], g[2], h, cloth.x, cloth.v, cloth.x_prev)
 
 
 def update_velocities(app: App, h: float) -> None:
     """XPBD cloths: set velocities from the substep's position change and apply the material's damping."""
-    for _, cloth in app.query(Cloth):
-        if cloth.model != "xpbd":
-            continue
+    clothes = _xpbd_cloths(app)
+    batch = app.resources.get(IntegrationBatch) if len(clothes) >= BATCH_MIN_CLOTHS else None
+    if batch is not None and len(batch.damping) == len(clothes):     # set up by this substep's predict
+        _update_batch(*batch.lists, 1.0 / h, np.exp(-batch.damping * h))
+        return
+    for cloth in clothes:
         _update(cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v)
 
 
@@ -62,3 +100,19 @@ def _update(x, x_prev, inv_h, decay, v):
     for p in range(x.shape[0]):
         for c in range(3):
             v[p, c] = (x[p, c] - x_prev[p, c]) * inv_h * decay
+
+
+@numba.njit(cache=True, parallel=True)
+def _predict_batch(inv_mass, force, x, v, x_prev, gx, gy, gz, h):
+    """``_predict`` for every cloth of a batch (typed lists, one entry per cloth), a cloth per thread."""
+    for k in prange(len(x)):
+        c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
+        _predict(inv_mass[c], force[c], gx, gy, gz, h, x[c], v[c], x_prev[c])
+
+
+@numba.njit(cache=True, parallel=True)
+def _update_batch(inv_mass, force, x, v, x_prev, inv_h, decay):
+    """``_update`` for every cloth of a batch; decay (cloths,) per cloth."""
+    for k in prange(len(x)):
+        c = np.int64(k)
+        _update(x[c], x_prev[c], inv_h, decay[c], v[c])

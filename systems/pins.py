@@ -13,6 +13,7 @@ import numpy as np
 
 from components import Cloth, Pin, Transform
 from engine import App
+from systems.batch import BATCH_MIN_CLOTHS, Batch
 
 
 def prepare_pins(app: App, dt: float) -> None:
@@ -44,10 +45,32 @@ def pin_particles(app: App, h: float) -> None:
     """Move active pinned particles to their targets interpolated at this substep."""
     clock = app.clock
     alpha = (clock.substep_index + 1) / clock.substeps
+    rows = app.resources.get(PinBatch) if clock.substep_index > 0 else None
+    if rows is None or rows.count < BATCH_MIN_CLOTHS:
+        rows = app.insert_resource(PinBatch(), replace=False)
+        rows.update([(pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
+                     for _, cloth, pin in app.query(Cloth, Pin) if cloth.substepped])
+    if rows.count >= BATCH_MIN_CLOTHS:                  # many pinned cloths: one call
+        _move_pins_batch(*rows.lists, alpha)
+        return
     for _, cloth, pin in app.query(Cloth, Pin):
-        if not cloth.substepped:
-            continue
-        _move_pins(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
+        if cloth.substepped:
+            _move_pins(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
+
+
+class PinBatch:
+    """Resource: the pins of substepped cloths as one batch (systems/batch.py), refreshed at substep 0."""
+
+    def __init__(self) -> None:
+        self.batch = Batch()
+        self.lists: tuple = ()
+        self.count = 0
+
+    def update(self, rows: list[tuple[np.ndarray, ...]]) -> None:
+        """Point the batch at ``rows`` of (index, active, step_start, step_end, x) (only when there are many)."""
+        self.count = len(rows)
+        if self.count >= BATCH_MIN_CLOTHS:
+            self.lists = self.batch.update(rows)
 
 
 def _carrier(app: App, pin: Pin) -> Transform:
@@ -83,3 +106,10 @@ def _move_pins(index, active, start, end, alpha, x):
             p = index[k]
             for c in range(3):
                 x[p, c] = (1.0 - alpha) * start[k, c] + alpha * end[k, c]
+
+
+@numba.njit(cache=True)
+def _move_pins_batch(index, active, start, end, x, alpha):
+    """``_move_pins`` for every pin of a batch (typed lists, one entry per pin)."""
+    for k in range(len(x)):
+        _move_pins(index[k], active[k], start[k], end[k], alpha, x[k])

@@ -44,10 +44,12 @@ from collections.abc import Iterable
 
 import numba
 import numpy as np
+from numba import prange
 
 from components import Cloth
 from components.wind import Blower, Wind
 from engine import App, Stage
+from systems.batch import BATCH_MIN_CLOTHS, Batch
 from systems.sets import ClothSet
 
 GUST_MODES = 4
@@ -70,7 +72,8 @@ class WindScratch:
     """Per-cloth accumulators of the wind kernel, keyed by entity, reallocated when n changes."""
 
     def __init__(self) -> None:
-        self.by_entity: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.by_entity: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.batch = Batch()
 
     def get(self, entity: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return (force (n, 3) [N], rate (n,) [kg/s], air (n, 3) [m/s]) scratch for ``entity``'s n particles."""
@@ -91,13 +94,14 @@ def apply_wind(app: App, dt: float) -> None:
     t = app.clock.time
     base, amp, modes, cones = _pack(winds, blowers, t)
     first = winds[0] if winds else _COEFFICIENTS
-    for entity, cloth in app.query(Cloth):
-        if cloth.triangles.shape[0] == 0:
-            continue
-        acc, rate, air = scratch.get(entity, cloth.particle_count)
-        _aero_forces(cloth.triangles, cloth.x, cloth.v, cloth.mass, base, amp, modes, cones, t,
-                     first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt,
-                     acc, rate, air, cloth.force)
+    rows = [(cloth.triangles, cloth.x, cloth.v, cloth.mass, *scratch.get(entity, cloth.particle_count), cloth.force)
+            for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
+    coefficients = (first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt)
+    if len(rows) >= BATCH_MIN_CLOTHS:                    # many cloths: one call, a cloth per thread
+        _aero_forces_batch(*scratch.batch.update(rows), base, amp, modes, cones, t, *coefficients)
+        return
+    for triangles, x, v, mass, acc, rate, air, force in rows:
+        _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, *coefficients, acc, rate, air, force)
 
 
 def air_velocity(winds: Iterable[Wind], blowers: Iterable[Blower], points: np.ndarray, time: float) -> np.ndarray:
@@ -222,6 +226,16 @@ def _air_at_points(points, base, amp, modes, cones, t, out):
     for k in range(points.shape[0]):
         out[k, 0], out[k, 1], out[k, 2] = _air_at(points[k, 0], points[k, 1], points[k, 2], t, base, amp, modes,
                                                   cones)
+
+
+@numba.njit(cache=True, parallel=True)
+def _aero_forces_batch(triangles, x, v, mass, acc, rate, air, force, base, amp, modes, cones, t, rho, cd, cl, cvi,
+                       dt):
+    """``_aero_forces`` for every cloth of a batch (typed lists, one entry per cloth), a cloth per thread."""
+    for k in prange(len(x)):
+        c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
+        _aero_forces(triangles[c], x[c], v[c], mass[c], base, amp, modes, cones, t, rho, cd, cl, cvi, dt, acc[c],
+                     rate[c], air[c], force[c])
 
 
 @numba.njit(cache=True)
