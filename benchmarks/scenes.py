@@ -35,13 +35,20 @@ GROUPS = {
 }
 
 
+FLAGS100_SUBSTEPS = 4
+FLAGS100_ITERATIONS = 1
+"""A crowd of small background flags: 4 substeps of one sweep (a quarter of the cape's 8 × 2). The
+note of issue 8 compares it with 8 × 2: the flags' spread is the same to 2 mm, their worst stretch
+30 % against 50 % (the free corner in gusts)."""
+
+
 def _flags100(app: App) -> list[Cloth]:
     """100 flags of 16×16 particles (0.6 m × 0.4 m) on a 10 × 10 grid of poles, in gusty wind."""
     clothes = []
     for k in range(100):
         centre = (1.0 * (k % 10), 1.0 + 0.8 * (k // 10), 0.0)
         flag = mesh.grid(16, 16, 0.6, 0.4, center=centre)
-        cloth = Cloth.from_mesh(flag, "cotton")
+        cloth = Cloth.from_mesh(flag, "cotton", iterations=FLAGS100_ITERATIONS)
         app.spawn(cloth, Pin.edge(flag, "left"))
         clothes.append(cloth)
     app.spawn(Wind(velocity=(6.0, 0.0, 1.0), gust=0.3, turbulence=0.2, seed=5))
@@ -63,7 +70,7 @@ def _scene(name: str) -> tuple[int, Callable[[App], object]]:
         from games import sandbox
         return 16, sandbox.build_scene
     if name == "flags100":
-        return 8, _flags100
+        return FLAGS100_SUBSTEPS, _flags100
     raise ValueError(f"--scene {name!r}: expected one of {', '.join(SCENES)}")
 
 

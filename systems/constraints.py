@@ -108,9 +108,12 @@ class ConstraintBatch:
 
 def refresh_tethers(app: App, dt: float) -> None:
     """Rebuild a cloth's tethers when its set of anchors (particles of inverse mass 0) has changed."""
-    for _, cloth in app.query(Cloth):
-        if not cloth.tethers or cloth.model != "xpbd":
-            continue
+    clothes = [cloth for _, cloth in app.query(Cloth) if cloth.tethers and cloth.model == "xpbd"]
+    changed = np.ones(len(clothes), np.bool_)
+    if len(clothes) >= BATCH_MIN_CLOTHS:                  # one call compares every cloth's anchors
+        batch = app.insert_resource(AnchorBatch(), replace=False)
+        _anchors_changed_batch(*batch.update([(c.inv_mass, c.tether_anchor_mask) for c in clothes]), changed)
+    for cloth in [c for c, maybe in zip(clothes, changed) if maybe]:
         anchors = cloth.inv_mass == 0.0
         if np.array_equal(anchors, cloth.tether_anchor_mask):
             continue
@@ -118,6 +121,10 @@ def refresh_tethers(app: App, dt: float) -> None:
         offsets, anchor, length = _build_tethers(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32),
                                                  cloth.inv_mass, cloth.tether_count)
         cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length = offsets, anchor, length
+
+
+class AnchorBatch(Batch):
+    """Resource: every tethered cloth's inverse masses and anchor mask, compared in one call."""
 
 
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
@@ -358,6 +365,18 @@ def _solve_batch_parallel(inv_h2, iterations, bend_compliance, link_i, link_j, l
                       link_offsets[c], quads[c], rest_angle[c], bend_compliance[c], bend_offsets[c],
                       tether_offsets[c], tether_anchor[c], tether_length[c], inv_mass[c], x[c], link_lambda[c],
                       bend_lambda[c])
+
+
+@numba.njit(cache=True)
+def _anchors_changed_batch(inv_mass, mask, changed):
+    """changed[c] = whether cloth c's particles of inverse mass 0 differ from its anchor mask."""
+    for c in range(len(mask)):
+        w, m = inv_mass[c], mask[c]
+        changed[c] = False
+        for p in range(m.shape[0]):
+            if (w[p] == 0.0) != m[p]:
+                changed[c] = True
+                break
 
 
 @numba.njit(cache=True)

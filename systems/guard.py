@@ -47,9 +47,11 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+from numba import prange
 
 from components import Cloth, Tearable
 from engine import App
+from systems.batch import BATCH_MIN_CLOTHS, Batch
 
 log = logging.getLogger("loom.guard")
 
@@ -106,17 +108,25 @@ class StepSnapshot:
 
     def __init__(self) -> None:
         self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.batch = Batch()
+        self.check = Batch()
 
 
 def save_state(app: App, dt: float) -> None:
     """Copy each cloth's positions and velocities before the step (no allocation after the first)."""
     snapshot = app.insert_resource(StepSnapshot(), replace=False)
+    rows = []
     for entity, cloth in app.query(Cloth):
         saved = snapshot.saved.get(entity)
         if saved is None or saved[0].shape != cloth.x.shape:
             saved = snapshot.saved[entity] = (np.empty_like(cloth.x), np.empty_like(cloth.v))
-        np.copyto(saved[0], cloth.x)
-        np.copyto(saved[1], cloth.v)
+        rows.append((cloth.x, cloth.v, saved[0], saved[1]))
+    if len(rows) >= BATCH_MIN_CLOTHS:
+        _copy_batch(*snapshot.batch.update(rows))
+        return
+    for x, v, x0, v0 in rows:
+        np.copyto(x0, x)
+        np.copyto(v0, v)
 
 
 def reject_non_finite(app: App, dt: float) -> None:
@@ -126,11 +136,22 @@ def reject_non_finite(app: App, dt: float) -> None:
     clock = app.clock
     step = clock.step_index
     refused = escalate = False
-    for entity, cloth in app.query(Cloth):
-        tear = app.try_get(entity, Tearable)
-        stretch = math.inf if tear is not None and tear.active else MAX_STRETCH    # tearing breaks those links
-        bad, link = _first_bad(cloth.x, cloth.v, cloth.link_i, cloth.link_j, cloth.link_rest, cloth.inv_mass,
-                               MAX_POSITION, MAX_SPEED, stretch)
+    rows = app.query(Cloth)
+    tearing = {entity for entity, tear in app.query(Tearable) if tear.active}     # tearing breaks long links
+    stretch = np.array([math.inf if entity in tearing else MAX_STRETCH for entity, _ in rows])
+    bad_particle = np.full(len(rows), -1, np.int64)
+    bad_link = np.full(len(rows), -1, np.int64)
+    arrays = [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
+    if len(rows) >= BATCH_MIN_CLOTHS:                    # one call checks every cloth
+        _first_bad_batch(*snapshot.check.update(arrays), MAX_POSITION, MAX_SPEED, stretch, bad_particle, bad_link)
+    else:
+        for k, row in enumerate(arrays):
+            bad_particle[k], bad_link[k] = _first_bad(*row, MAX_POSITION, MAX_SPEED, stretch[k])
+    if not recovery.failing and (bad_particle < 0).all():
+        _set_factor(recovery, clock, False, False)       # all good, nothing recovering: nothing to report
+        return
+    for k, (entity, cloth) in enumerate(rows):
+        bad, link = int(bad_particle[k]), int(bad_link[k])
         saved = snapshot.saved.get(entity)
         if saved is not None and saved[0].shape != cloth.x.shape:
             saved = None                                      # re-meshed during the step (tearing): no restore
@@ -223,6 +244,25 @@ def _first_bad(x, v, link_i, link_j, link_rest, inv_mass, max_position, max_spee
         if sq > limit * limit:
             return a, k
     return -1, -1
+
+
+@numba.njit(cache=True, parallel=True)
+def _first_bad_batch(x, v, link_i, link_j, link_rest, inv_mass, max_position, max_speed, max_stretch, bad_particle,
+                     bad_link):
+    """``_first_bad`` for every cloth of a batch (typed lists), a cloth per thread: writes bad_particle[c],
+    bad_link[c]; max_stretch (cloths,) per cloth."""
+    for k in prange(len(x)):
+        c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
+        bad_particle[c], bad_link[c] = _first_bad(x[c], v[c], link_i[c], link_j[c], link_rest[c], inv_mass[c],
+                                                  max_position, max_speed, max_stretch[c])
+
+
+@numba.njit(cache=True)
+def _copy_batch(x, v, x0, v0):
+    """x0[c] = x[c], v0[c] = v[c] for every cloth of a batch (the guard's snapshot)."""
+    for c in range(len(x)):
+        x0[c][:] = x[c]
+        v0[c][:] = v[c]
 
 
 @numba.njit(cache=True)

@@ -40,6 +40,7 @@ import numpy as np
 from components import Cloth, ColliderSet, Gravity, ImplicitSettings, Pin
 from engine import App, Stage
 from systems.block_sparse import BlockPattern, build_pattern, modified_pcg, multiply_add, residual
+from systems.conditions import uses_model
 from systems.implicit_constraints import (apply_friction, build_filter, collider_frames, collider_impulses,
                                           detect_contacts, finish_step, pin_targets, update_contacts)
 from systems.implicit_forces import assemble, bend_u_fraction, rest_frames, stretch_change
@@ -172,7 +173,7 @@ class ImplicitPlugin:
 
     def build(self, app: App) -> None:
         app.insert_resource(ImplicitWorkspaces(), replace=False)
-        app.add_system(step_implicit, Stage.PRE_STEP, in_set=ClothSet.SOLVE_STEP)
+        app.add_system(step_implicit, Stage.PRE_STEP, in_set=ClothSet.SOLVE_STEP, run_if=uses_model("implicit"))
         app.add_reporter(implicit_report)
 
 

@@ -72,8 +72,17 @@ def update_velocities(app: App, h: float) -> None:
 
 def clear_forces(app: App, dt: float) -> None:
     """Zero the external force accumulators after each step (writers add to them every step)."""
-    for _, cloth in app.query(Cloth):
-        cloth.force.fill(0.0)
+    forces = [cloth.force for _, cloth in app.query(Cloth)]
+    if len(forces) >= BATCH_MIN_CLOTHS:
+        batch = app.insert_resource(ForceBatch(), replace=False)
+        _zero_batch(*batch.update([(f,) for f in forces]))
+        return
+    for force in forces:
+        force.fill(0.0)
+
+
+class ForceBatch(Batch):
+    """Resource: every cloth's force accumulator as one batch, zeroed in one call."""
 
 
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
@@ -100,6 +109,13 @@ def _update(x, x_prev, inv_h, decay, v):
     for p in range(x.shape[0]):
         for c in range(3):
             v[p, c] = (x[p, c] - x_prev[p, c]) * inv_h * decay
+
+
+@numba.njit(cache=True)
+def _zero_batch(arrays):
+    """Fill every array of a batch with 0."""
+    for c in range(len(arrays)):
+        arrays[c][:] = 0.0
 
 
 @numba.njit(cache=True, parallel=True)

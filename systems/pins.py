@@ -19,26 +19,51 @@ from systems.batch import BATCH_MIN_CLOTHS, Batch
 def prepare_pins(app: App, dt: float) -> None:
     """Bind new pins to their cloth, read this step's targets, and zero pinned inverse masses.
 
-    Emits ``pin_released`` and ``pin_grabbed`` (entity, particles, step) when ``active`` flags change."""
-    for entity, cloth, pin in app.query(Cloth, Pin):
+    Emits ``pin_released`` and ``pin_grabbed`` (entity, particles, step) when ``active`` flags change.
+    Many pins with fixed targets and unchanged flags are prepared in one kernel call."""
+    rows = app.query(Cloth, Pin)
+    for _, cloth, pin in rows:
         if not pin.bound:
             _bind(app, cloth, pin)
-        if not np.array_equal(pin.active, pin.active_before):
-            changed = pin.active != pin.active_before
-            released = pin.index[changed & ~pin.active]
-            grabbed = pin.index[changed & pin.active]
-            pin.active_before[:] = pin.active
-            if released.size:
-                app.emit("pin_released", entity=entity, particles=released.tolist(), step=app.clock.step_index)
-            if grabbed.size:
-                app.emit("pin_grabbed", entity=entity, particles=grabbed.tolist(), step=app.clock.step_index)
-        idx = pin.index
-        pin.step_start[:] = cloth.x[idx]
-        if pin.attach_to is None:
-            pin.step_end[:] = pin.target
-        else:
-            pin.step_end[:] = _carrier(app, pin).to_world(pin.offset)
-        cloth.inv_mass[idx] = np.where(pin.active, 0.0, cloth.base_inv_mass[idx])
+    fixed = [r for r in rows if _batchable(r[2])]
+    done = np.zeros(len(fixed), np.bool_)
+    if len(fixed) >= BATCH_MIN_CLOTHS:
+        batch = app.insert_resource(PinTargetBatch(), replace=False)
+        _prepare_fixed_batch(*batch.update([(pin.index, pin.active, pin.active_before, pin.target,
+                                             cloth.base_inv_mass, pin.step_start, pin.step_end, cloth.x,
+                                             cloth.inv_mass) for _, cloth, pin in fixed]), done)
+    prepared = {id(pin) for (_, _, pin), ok in zip(fixed, done) if ok}
+    for entity, cloth, pin in rows:
+        if id(pin) not in prepared:
+            _prepare_one(app, entity, cloth, pin)
+
+
+def _batchable(pin: Pin) -> bool:
+    """A pin the batch kernel can prepare: a fixed target held as a (k, 3) float array (a game may
+    assign any array-like to ``target`` to drag the pins; those go through numpy)."""
+    target = pin.target
+    return (pin.attach_to is None and isinstance(target, np.ndarray) and target.dtype == np.float64
+            and target.shape == pin.step_end.shape and target.flags.c_contiguous)
+
+
+def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
+    """``prepare_pins`` for one pin: events for changed flags, this step's start and end, inverse masses."""
+    if not np.array_equal(pin.active, pin.active_before):
+        changed = pin.active != pin.active_before
+        released = pin.index[changed & ~pin.active]
+        grabbed = pin.index[changed & pin.active]
+        pin.active_before[:] = pin.active
+        if released.size:
+            app.emit("pin_released", entity=entity, particles=released.tolist(), step=app.clock.step_index)
+        if grabbed.size:
+            app.emit("pin_grabbed", entity=entity, particles=grabbed.tolist(), step=app.clock.step_index)
+    idx = pin.index
+    pin.step_start[:] = cloth.x[idx]
+    if pin.attach_to is None:
+        pin.step_end[:] = pin.target
+    else:
+        pin.step_end[:] = _carrier(app, pin).to_world(pin.offset)
+    cloth.inv_mass[idx] = np.where(pin.active, 0.0, cloth.base_inv_mass[idx])
 
 
 def pin_particles(app: App, h: float) -> None:
@@ -56,6 +81,10 @@ def pin_particles(app: App, h: float) -> None:
     for _, cloth, pin in app.query(Cloth, Pin):
         if cloth.substepped:
             _move_pins(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
+
+
+class PinTargetBatch(Batch):
+    """Resource: the pins with fixed targets as one batch, for ``prepare_pins``."""
 
 
 class PinBatch:
@@ -106,6 +135,29 @@ def _move_pins(index, active, start, end, alpha, x):
             p = index[k]
             for c in range(3):
                 x[p, c] = (1.0 - alpha) * start[k, c] + alpha * end[k, c]
+
+
+@numba.njit(cache=True)
+def _prepare_fixed_batch(index, active, active_before, target, base_inv_mass, start, end, x, inv_mass, done):
+    """``prepare_pins`` for every fixed-target pin of a batch whose ``active`` flags did not change
+    (done[k] = True); a pin whose flags changed is left to Python (it emits events)."""
+    for k in range(len(index)):
+        idx, on, before = index[k], active[k], active_before[k]
+        same = True
+        for i in range(idx.shape[0]):
+            if on[i] != before[i]:
+                same = False
+                break
+        done[k] = same
+        if not same:
+            continue
+        s, e, w, w0, xk, tk = start[k], end[k], inv_mass[k], base_inv_mass[k], x[k], target[k]
+        for i in range(idx.shape[0]):
+            p = idx[i]
+            for c in range(3):
+                s[i, c] = xk[p, c]
+                e[i, c] = tk[i, c]
+            w[p] = 0.0 if on[i] else w0[p]
 
 
 @numba.njit(cache=True)

@@ -76,10 +76,11 @@ class WindScratch:
         self.batch = Batch()
 
     def get(self, entity: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Return (force (n, 3) [N], rate (n,) [kg/s], air (n, 3) [m/s]) scratch for ``entity``'s n particles."""
+        """Return (force (n, 3) [N], rate (n,) [kg/s], rows (6, n): positions and air [m, m/s]) scratch
+        for ``entity``'s n particles."""
         arrays = self.by_entity.get(entity)
         if arrays is None or arrays[1].shape[0] != n:
-            arrays = self.by_entity[entity] = (np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3)))
+            arrays = self.by_entity[entity] = (np.zeros((n, 3)), np.zeros(n), np.zeros((6, n)))
         return arrays
 
 
@@ -178,6 +179,17 @@ def _pack(winds: list[Wind], blowers: list[Blower], time: float
 
 # --- kernels: private, arrays in, arrays out -----------------------------------------------------
 @numba.njit(cache=True)
+def _wave(phase):
+    """sin(phase) to 1e-6, branch-free: reduced to [−π, π], then its Taylor series to the 15th power
+    (error < π¹⁷/17! = 8e-7). The turbulence takes 8 sines per particle per step; libm's sin cost
+    13 ns each, three quarters of the wind on 100 small flags; this costs about 4."""
+    r = phase - 2.0 * math.pi * math.floor(phase / (2.0 * math.pi) + 0.5)
+    r2 = r * r
+    return r * (1.0 + r2 * (-1.0 / 6.0 + r2 * (1.0 / 120.0 + r2 * (-1.0 / 5040.0 + r2 * (
+        1.0 / 362880.0 + r2 * (-1.0 / 39916800.0 + r2 * (1.0 / 6227020800.0 + r2 * (-1.0 / 1307674368000.0))))))))
+
+
+@numba.njit(cache=True)
 def _air_at(px, py, pz, t, base, amp, modes, cones):
     """Air velocity (ux, uy, uz) [m/s] at point p [m], time t [s]: winds (gusts in ``base``,
     turbulence waves Σ a·sin(κ·p − ω·t + φ)·ê) plus blower cones (see components.wind.Blower)."""
@@ -192,8 +204,8 @@ def _air_at(px, py, pz, t, base, amp, modes, cones):
         if a == 0.0:
             continue
         for k in range(modes.shape[1]):
-            s = a * modes[w, k, 8] * math.sin(modes[w, k, 0] * px + modes[w, k, 1] * py + modes[w, k, 2] * pz
-                                              - modes[w, k, 3] * t + modes[w, k, 4])
+            s = a * modes[w, k, 8] * _wave(modes[w, k, 0] * px + modes[w, k, 1] * py + modes[w, k, 2] * pz
+                                           - modes[w, k, 3] * t + modes[w, k, 4])
             ux += s * modes[w, k, 5]
             uy += s * modes[w, k, 6]
             uz += s * modes[w, k, 7]
@@ -222,10 +234,59 @@ def _air_at(px, py, pz, t, base, amp, modes, cones):
 
 @numba.njit(cache=True)
 def _air_at_points(points, base, amp, modes, cones, t, out):
-    """out[k] = air velocity at points[k] (k, 3) [m] and time t [s] → [m/s]."""
-    for k in range(points.shape[0]):
-        out[k, 0], out[k, 1], out[k, 2] = _air_at(points[k, 0], points[k, 1], points[k, 2], t, base, amp, modes,
-                                                  cones)
+    """out[k] = air velocity at points[k] (k, 3) [m] and time t [s] → [m/s]; the same field as
+    ``_air_at``, with the points in the inner loops over contiguous coordinate rows, which LLVM
+    vectorises (with ``_wave``, no libm call): 2 ns per wave and point against 13 for a per-point
+    ``math.sin``."""
+    rows = np.empty((6, points.shape[0]))
+    _air_rows(points, base, amp, modes, cones, t, rows)
+    out[:, 0] = rows[3]
+    out[:, 1] = rows[4]
+    out[:, 2] = rows[5]
+
+
+@numba.njit(cache=True)
+def _air_rows(points, base, amp, modes, cones, t, rows):
+    """rows (6, n): the points' x, y, z, then the air velocity's x, y, z there [m, m/s]."""
+    n = points.shape[0]
+    for k in range(n):
+        rows[0, k] = points[k, 0]
+        rows[1, k] = points[k, 1]
+        rows[2, k] = points[k, 2]
+    _waves(rows[0], rows[1], rows[2], base, amp, modes, t, rows[3], rows[4], rows[5])
+    if cones.shape[0] > 0:
+        for k in range(n):
+            bx, by, bz = _air_at(points[k, 0], points[k, 1], points[k, 2], t, base[:0], amp[:0], modes[:0], cones)
+            rows[3, k] += bx
+            rows[4, k] += by
+            rows[5, k] += bz
+
+
+@numba.njit(cache=True)
+def _waves(px, py, pz, base, amp, modes, t, ux, uy, uz):
+    """ux, uy, uz (n,) = the winds' velocity with gusts and turbulence at points (px, py, pz) (n,) [m]."""
+    n = px.shape[0]
+    ux[:] = 0.0
+    uy[:] = 0.0
+    uz[:] = 0.0
+    for w in range(base.shape[0]):
+        bx, by, bz = base[w, 0], base[w, 1], base[w, 2]
+        for k in range(n):
+            ux[k] += bx
+            uy[k] += by
+            uz[k] += bz
+        if amp[w] == 0.0:
+            continue
+        for m in range(modes.shape[1]):
+            kx, ky, kz = modes[w, m, 0], modes[w, m, 1], modes[w, m, 2]
+            a = amp[w] * modes[w, m, 8]
+            ex, ey, ez = a * modes[w, m, 5], a * modes[w, m, 6], a * modes[w, m, 7]
+            shift = modes[w, m, 4] - modes[w, m, 3] * t
+            for k in range(n):
+                s = _wave(kx * px[k] + ky * py[k] + kz * pz[k] + shift)
+                ux[k] += s * ex
+                uy[k] += s * ey
+                uz[k] += s * ez
 
 
 @numba.njit(cache=True, parallel=True)
@@ -243,7 +304,7 @@ def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl,
     """Add each triangle's drag, lift and viscous force (module docstring) to ``force``, a third per corner.
 
     triangles (t, 3) int32; x (n, 3) [m]; v (n, 3) [m/s]; mass (n,) [kg]; air: see ``_air_at``;
-    rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s]. Scratch acc (n, 3) [N], rate (n,) [kg/s], air (n, 3).
+    rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s]. Scratch acc (n, 3) [N], rate (n,) [kg/s], air (6, n).
     Adds to force (n, 3) [N], each particle's share scaled by min(1, m/(rate·dt)) (stability cap).
     Skips triangles of zero area. Serial: triangles share corners.
     The air is evaluated at the particles and averaged over each triangle's corners: a grid has
@@ -252,8 +313,7 @@ def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl,
     acc[:, :] = 0.0
     rate[:] = 0.0
     third = 1.0 / 3.0
-    for p in range(x.shape[0]):
-        air[p, 0], air[p, 1], air[p, 2] = _air_at(x[p, 0], x[p, 1], x[p, 2], t, base, amp, modes, cones)
+    _air_rows(x, base, amp, modes, cones, t, air)
     for f in range(triangles.shape[0]):
         i0 = triangles[f, 0]
         i1 = triangles[f, 1]
@@ -274,9 +334,9 @@ def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl,
         nx /= twice
         ny /= twice
         nz /= twice
-        ux = (air[i0, 0] + air[i1, 0] + air[i2, 0]) * third
-        uy = (air[i0, 1] + air[i1, 1] + air[i2, 1]) * third
-        uz = (air[i0, 2] + air[i1, 2] + air[i2, 2]) * third
+        ux = (air[3, i0] + air[3, i1] + air[3, i2]) * third
+        uy = (air[4, i0] + air[4, i1] + air[4, i2]) * third
+        uz = (air[5, i0] + air[5, i1] + air[5, i2]) * third
         rx = ux - (v[i0, 0] + v[i1, 0] + v[i2, 0]) * third
         ry = uy - (v[i0, 1] + v[i1, 1] + v[i2, 1]) * third
         rz = uz - (v[i0, 2] + v[i1, 2] + v[i2, 2]) * third
