@@ -123,6 +123,15 @@ class Cloth:
     rejected_steps: int = field(init=False, default=0)
     """Steps refused because they would have written NaN or inf (the state was restored)."""
 
+    revision: int = field(init=False, default=0, repr=False)
+    """Counts assignments to this component's attributes (an array replaced, not changed in place):
+    batches of many components (systems/batch.py) rebuild their references when it moves."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "revision":
+            object.__setattr__(self, "revision", self.__dict__.get("revision", 0) + 1)
+
     def __post_init__(self) -> None:
         owner = "Cloth"
         self.x = floats(owner, "x", self.x, (None, 3), unit=" [m]")

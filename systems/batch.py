@@ -4,13 +4,15 @@ A system that calls a kernel per cloth pays a Python call and a numba dispatch (
 per substep: 100 flags of 16×16 at 8 substeps spent more there than in the physics. A ``Batch``
 holds numba typed lists of the cloths' arrays (references to the component's own arrays), so a
 kernel loops over the cloths itself (``prange``: a cloth per thread, the same result on any
-thread count). The lists are rebuilt only when an array is replaced (a cloth spawned or
-despawned, torn, its tethers refreshed); systems check once per step, at substep 0, because no
-substep system replaces arrays.
+thread count). The lists are rebuilt only when the key changes: ``revisions`` of the components
+involved (a component counts assignments to its attributes, so a cloth spawned or despawned, torn,
+or given new tethers changes it; arrays changed in place do not). Substep systems check at
+substep 0 only: no substep system replaces arrays.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from numba.typed import List
@@ -26,14 +28,19 @@ class Batch:
         self.key: tuple[int, ...] = ()
         self.lists: tuple[List, ...] = ()
 
-    def update(self, rows: Sequence[Sequence[np.ndarray]]) -> tuple[List, ...]:
-        """Point the batch at ``rows`` (one row of arrays per cloth, the same columns in each) and
-        return its lists; they are rebuilt only if some array is not the one held before."""
-        key = tuple(id(a) for row in rows for a in row)
+    def update(self, key: tuple, rows: Callable[[], Sequence[Sequence[np.ndarray]]]) -> tuple[List, ...]:
+        """Return the lists for ``key``, rebuilt from ``rows()`` (one row of arrays per cloth, the
+        same columns in each) only when the key differs from the last one."""
         if key != self.key:
             self.key = key
-            self.lists = tuple(_typed_list([row[k] for row in rows]) for k in range(len(rows[0])))
+            built = rows()
+            self.lists = tuple(_typed_list([row[k] for row in built]) for k in range(len(built[0])))
         return self.lists
+
+
+def revisions(components: Iterable[Any]) -> tuple[tuple[int, int], ...]:
+    """Key of a batch over ``components``: each one's identity and assignment count (``revision``)."""
+    return tuple((id(c), c.revision) for c in components)
 
 
 def _typed_list(arrays: list[np.ndarray]) -> List:

@@ -28,7 +28,7 @@ from numba import prange
 
 from components import Cloth
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch
+from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
 from systems.distance_limits import relax_distances
 
 PARALLEL_MIN_LINKS = 20_000
@@ -96,10 +96,10 @@ class ConstraintBatch:
 
     def update(self, clothes: list[Cloth]) -> None:
         """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
-        rows = [_solve_arrays(c) for c in clothes]
-        self.lists = self.batch.update([row[:7] + row[8:] for row in rows])
+        key = (revisions(clothes), tuple(c.material.bend_model for c in clothes))
+        self.lists = self.batch.update(key, lambda: [row[:7] + row[8:] for row in map(_solve_arrays, clothes)])
         self.iterations = np.array([c.iterations for c in clothes], np.int64)
-        self.bend_compliance = np.array([row[7] for row in rows], np.float64)
+        self.bend_compliance = np.array([c.material.bend_angle_compliance for c in clothes], np.float64)
 
     def arrays(self) -> tuple:
         """Arguments of ``_solve_batch_*`` after inv_h2."""
@@ -112,7 +112,8 @@ def refresh_tethers(app: App, dt: float) -> None:
     changed = np.ones(len(clothes), np.bool_)
     if len(clothes) >= BATCH_MIN_CLOTHS:                  # one call compares every cloth's anchors
         batch = app.insert_resource(AnchorBatch(), replace=False)
-        _anchors_changed_batch(*batch.update([(c.inv_mass, c.tether_anchor_mask) for c in clothes]), changed)
+        _anchors_changed_batch(*batch.update(revisions(clothes),
+                                             lambda: [(c.inv_mass, c.tether_anchor_mask) for c in clothes]), changed)
     for cloth in [c for c, maybe in zip(clothes, changed) if maybe]:
         anchors = cloth.inv_mass == 0.0
         if np.array_equal(anchors, cloth.tether_anchor_mask):

@@ -51,7 +51,7 @@ from numba import prange
 
 from components import Cloth, Tearable
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch
+from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
 
 log = logging.getLogger("loom.guard")
 
@@ -115,16 +115,22 @@ class StepSnapshot:
 def save_state(app: App, dt: float) -> None:
     """Copy each cloth's positions and velocities before the step (no allocation after the first)."""
     snapshot = app.insert_resource(StepSnapshot(), replace=False)
-    rows = []
-    for entity, cloth in app.query(Cloth):
-        saved = snapshot.saved.get(entity)
-        if saved is None or saved[0].shape != cloth.x.shape:
-            saved = snapshot.saved[entity] = (np.empty_like(cloth.x), np.empty_like(cloth.v))
-        rows.append((cloth.x, cloth.v, saved[0], saved[1]))
-    if len(rows) >= BATCH_MIN_CLOTHS:
-        _copy_batch(*snapshot.batch.update(rows))
+    clothes = app.query(Cloth)
+
+    def rows() -> list[tuple[np.ndarray, ...]]:
+        out = []
+        for entity, cloth in clothes:
+            saved = snapshot.saved.get(entity)
+            if saved is None or saved[0].shape != cloth.x.shape:
+                saved = snapshot.saved[entity] = (np.empty_like(cloth.x), np.empty_like(cloth.v))
+            out.append((cloth.x, cloth.v, saved[0], saved[1]))
+        return out
+
+    if len(clothes) >= BATCH_MIN_CLOTHS:
+        key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
+        _copy_batch(*snapshot.batch.update(key, rows))
         return
-    for x, v, x0, v0 in rows:
+    for x, v, x0, v0 in rows():
         np.copyto(x0, x)
         np.copyto(v0, v)
 
@@ -141,11 +147,14 @@ def reject_non_finite(app: App, dt: float) -> None:
     stretch = np.array([math.inf if entity in tearing else MAX_STRETCH for entity, _ in rows])
     bad_particle = np.full(len(rows), -1, np.int64)
     bad_link = np.full(len(rows), -1, np.int64)
-    arrays = [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
+    def arrays() -> list[tuple[np.ndarray, ...]]:
+        return [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
+
     if len(rows) >= BATCH_MIN_CLOTHS:                    # one call checks every cloth
-        _first_bad_batch(*snapshot.check.update(arrays), MAX_POSITION, MAX_SPEED, stretch, bad_particle, bad_link)
+        _first_bad_batch(*snapshot.check.update(revisions(c for _, c in rows), arrays), MAX_POSITION, MAX_SPEED,
+                         stretch, bad_particle, bad_link)
     else:
-        for k, row in enumerate(arrays):
+        for k, row in enumerate(arrays()):
             bad_particle[k], bad_link[k] = _first_bad(*row, MAX_POSITION, MAX_SPEED, stretch[k])
     if not recovery.failing and (bad_particle < 0).all():
         _set_factor(recovery, clock, False, False)       # all good, nothing recovering: nothing to report

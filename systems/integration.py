@@ -15,7 +15,7 @@ from numba import prange
 
 from components import Cloth, Gravity
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch
+from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
 
 
 class IntegrationBatch:
@@ -29,7 +29,8 @@ class IntegrationBatch:
 
     def update(self, clothes: list[Cloth]) -> None:
         """Point the batch at ``clothes`` and re-read their damping."""
-        self.lists = self.batch.update([(c.inv_mass, c.force, c.x, c.v, c.x_prev) for c in clothes])
+        self.lists = self.batch.update(revisions(clothes), lambda: [(c.inv_mass, c.force, c.x, c.v, c.x_prev)
+                                                                     for c in clothes])
         self.damping = np.array([c.material.damping for c in clothes], np.float64)
 
 
@@ -72,13 +73,13 @@ def update_velocities(app: App, h: float) -> None:
 
 def clear_forces(app: App, dt: float) -> None:
     """Zero the external force accumulators after each step (writers add to them every step)."""
-    forces = [cloth.force for _, cloth in app.query(Cloth)]
-    if len(forces) >= BATCH_MIN_CLOTHS:
+    clothes = [cloth for _, cloth in app.query(Cloth)]
+    if len(clothes) >= BATCH_MIN_CLOTHS:
         batch = app.insert_resource(ForceBatch(), replace=False)
-        _zero_batch(*batch.update([(f,) for f in forces]))
+        _zero_batch(*batch.update(revisions(clothes), lambda: [(c.force,) for c in clothes]))
         return
-    for force in forces:
-        force.fill(0.0)
+    for cloth in clothes:
+        cloth.force.fill(0.0)
 
 
 class ForceBatch(Batch):

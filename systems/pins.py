@@ -13,7 +13,7 @@ import numpy as np
 
 from components import Cloth, Pin, Transform
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch
+from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
 
 
 def prepare_pins(app: App, dt: float) -> None:
@@ -29,9 +29,11 @@ def prepare_pins(app: App, dt: float) -> None:
     done = np.zeros(len(fixed), np.bool_)
     if len(fixed) >= BATCH_MIN_CLOTHS:
         batch = app.insert_resource(PinTargetBatch(), replace=False)
-        _prepare_fixed_batch(*batch.update([(pin.index, pin.active, pin.active_before, pin.target,
-                                             cloth.base_inv_mass, pin.step_start, pin.step_end, cloth.x,
-                                             cloth.inv_mass) for _, cloth, pin in fixed]), done)
+        key = revisions(c for _, cloth, pin in fixed for c in (cloth, pin))
+        _prepare_fixed_batch(*batch.update(key, lambda: [(pin.index, pin.active, pin.active_before, pin.target,
+                                                          cloth.base_inv_mass, pin.step_start, pin.step_end,
+                                                          cloth.x, cloth.inv_mass) for _, cloth, pin in fixed]),
+                             done)
     prepared = {id(pin) for (_, _, pin), ok in zip(fixed, done) if ok}
     for entity, cloth, pin in rows:
         if id(pin) not in prepared:
@@ -73,8 +75,7 @@ def pin_particles(app: App, h: float) -> None:
     rows = app.resources.get(PinBatch) if clock.substep_index > 0 else None
     if rows is None or rows.count < BATCH_MIN_CLOTHS:
         rows = app.insert_resource(PinBatch(), replace=False)
-        rows.update([(pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
-                     for _, cloth, pin in app.query(Cloth, Pin) if cloth.substepped])
+        rows.update([(cloth, pin) for _, cloth, pin in app.query(Cloth, Pin) if cloth.substepped])
     if rows.count >= BATCH_MIN_CLOTHS:                  # many pinned cloths: one call
         _move_pins_batch(*rows.lists, alpha)
         return
@@ -95,11 +96,13 @@ class PinBatch:
         self.lists: tuple = ()
         self.count = 0
 
-    def update(self, rows: list[tuple[np.ndarray, ...]]) -> None:
-        """Point the batch at ``rows`` of (index, active, step_start, step_end, x) (only when there are many)."""
-        self.count = len(rows)
+    def update(self, pairs: list[tuple[Cloth, Pin]]) -> None:
+        """Point the batch at the (cloth, pin) ``pairs`` (only when there are many)."""
+        self.count = len(pairs)
         if self.count >= BATCH_MIN_CLOTHS:
-            self.lists = self.batch.update(rows)
+            self.lists = self.batch.update(revisions(c for pair in pairs for c in pair),
+                                           lambda: [(pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
+                                                    for cloth, pin in pairs])
 
 
 def _carrier(app: App, pin: Pin) -> Transform:

@@ -49,7 +49,7 @@ from numba import prange
 from components import Cloth
 from components.wind import Blower, Wind
 from engine import App, Stage
-from systems.batch import BATCH_MIN_CLOTHS, Batch
+from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
 from systems.sets import ClothSet
 
 GUST_MODES = 4
@@ -95,13 +95,18 @@ def apply_wind(app: App, dt: float) -> None:
     t = app.clock.time
     base, amp, modes, cones = _pack(winds, blowers, t)
     first = winds[0] if winds else _COEFFICIENTS
-    rows = [(cloth.triangles, cloth.x, cloth.v, cloth.mass, *scratch.get(entity, cloth.particle_count), cloth.force)
-            for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
+    clothes = [(entity, cloth) for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
+
+    def rows() -> list[tuple[np.ndarray, ...]]:
+        return [(cloth.triangles, cloth.x, cloth.v, cloth.mass, *scratch.get(entity, cloth.particle_count),
+                 cloth.force) for entity, cloth in clothes]
+
     coefficients = (first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt)
-    if len(rows) >= BATCH_MIN_CLOTHS:                    # many cloths: one call, a cloth per thread
-        _aero_forces_batch(*scratch.batch.update(rows), base, amp, modes, cones, t, *coefficients)
+    if len(clothes) >= BATCH_MIN_CLOTHS:                 # many cloths: one call, a cloth per thread
+        key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
+        _aero_forces_batch(*scratch.batch.update(key, rows), base, amp, modes, cones, t, *coefficients)
         return
-    for triangles, x, v, mass, acc, rate, air, force in rows:
+    for triangles, x, v, mass, acc, rate, air, force in rows():
         _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, *coefficients, acc, rate, air, force)
 
 

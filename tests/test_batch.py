@@ -1,0 +1,86 @@
+"""Batches (systems/batch.py): many small cloths in one kernel call give each cloth exactly the motion
+it has alone, and follow arrays a component replaces (pins released, tethers rebuilt, a cloth torn out)."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from components import Cloth, Pin, Wind
+from engine import mesh
+from systems.batch import Batch, revisions
+from systems.constraints import ConstraintBatch
+
+
+def _flag(k: int, material: str = "cotton") -> tuple[Cloth, Pin, mesh.Mesh]:
+    sheet = mesh.grid(8, 6, 0.6, 0.4, center=(1.0 * k, 1.0, 0.0))
+    cloth = Cloth.from_mesh(sheet, material, iterations=1 + k % 2)
+    return cloth, Pin.edge(sheet, "left"), sheet
+
+
+def _world(make_app, flags: list[int], threads: int = 1):
+    app = make_app(substeps=4, threads=threads)
+    app.spawn(Wind(velocity=(5.0, 0.0, 1.0), gust=0.3, turbulence=0.2, seed=3))
+    made = []
+    for k in flags:
+        cloth, pin, _ = _flag(k, "silk" if k == 1 else "cotton")
+        entity = app.spawn(cloth, pin)
+        made.append((entity, cloth, pin))
+    return app, made
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_moves_each_cloth_exactly_as_alone(make_app, threads):
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs 2 threads")
+    together, made = _world(make_app, [0, 1, 2], threads=threads)
+    together.step(30)
+    assert together.resources.get(ConstraintBatch) is not None          # the batched path ran
+    for k, (_, cloth, _) in enumerate(made):
+        alone, (( _, single, _),) = _world(make_app, [k])
+        alone.step(30)
+        assert np.array_equal(cloth.x, single.x), f"cloth {k} differs batched"
+
+
+def test_a_batch_follows_released_pins_and_rebuilt_tethers(make_app):
+    together, made = _world(make_app, [0, 1, 2])
+    alone, ((_, single, single_pin),) = _world(make_app, [2])
+    for app in (together, alone):
+        app.step(10)
+    made[2][2].release()                  # inverse masses change in place, tethers are rebuilt (new arrays)
+    single_pin.release()
+    old_tethers = made[2][1].tether_anchor
+    for app in (together, alone):
+        app.step(20)
+    assert made[2][1].tether_anchor is not old_tethers
+    assert np.array_equal(made[2][1].x, single.x)
+    assert made[2][1].x[:, 1].min() < 0.5            # released: it fell
+
+
+def test_a_batch_follows_a_despawned_cloth(make_app):
+    together, made = _world(make_app, [0, 1, 2])
+    together.step(5)
+    together.despawn(made[1][0])
+    together.step(5)                                  # lists rebuilt without it (it would be stale otherwise)
+    frozen = made[1][1].x.copy()
+    together.step(5)
+    assert np.array_equal(made[1][1].x, frozen)
+    assert np.isfinite(made[0][1].x).all() and np.isfinite(made[2][1].x).all()
+
+
+def test_batch_rebuilds_only_when_the_key_changes():
+    cloth, _, _ = _flag(0)
+    built = []
+
+    def rows():
+        built.append(1)
+        return [(cloth.x, cloth.v)]
+
+    batch = Batch()
+    first = batch.update(revisions([cloth]), rows)
+    assert batch.update(revisions([cloth]), rows) is first and len(built) == 1
+    cloth.x[:] += 1.0                                 # in place: same arrays, same key
+    assert batch.update(revisions([cloth]), rows) is first
+    cloth.v = np.zeros_like(cloth.v)                  # replaced: the key moves, the lists follow
+    lists = batch.update(revisions([cloth]), rows)
+    assert len(built) == 2 and lists[1][0] is cloth.v
