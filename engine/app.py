@@ -147,6 +147,15 @@ class App:
             self.resources[key] = resource
         return self.resources[key]
 
+    def init_resource(self, resource_type: type[T]) -> T:
+        """Return the resource of ``resource_type``, inserting ``resource_type()`` first if there is none
+        (Bevy's ``init_resource``; unlike ``insert_resource(T(), replace=False)`` it builds nothing when
+        the resource exists, so systems can call it every substep)."""
+        found = self.resources.get(resource_type)
+        if found is None:
+            found = self.resources[resource_type] = resource_type()
+        return found
+
     def resource(self, resource_type: type[T]) -> T:
         """Return the resource of ``resource_type``. Raises KeyError naming it if absent."""
         try:

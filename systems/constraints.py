@@ -63,7 +63,7 @@ def solve_constraints(app: App, h: float) -> None:
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
     if len(small) >= BATCH_MIN_CLOTHS:
-        batch = app.insert_resource(ConstraintBatch(), replace=False)
+        batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
             batch.update(small)
         (_solve_batch_parallel if parallel else _solve_batch_serial)(inv_h2, *batch.arrays())
@@ -111,7 +111,7 @@ def refresh_tethers(app: App, dt: float) -> None:
     clothes = [cloth for _, cloth in app.query(Cloth) if cloth.tethers and cloth.model == "xpbd"]
     changed = np.ones(len(clothes), np.bool_)
     if len(clothes) >= BATCH_MIN_CLOTHS:                  # one call compares every cloth's anchors
-        batch = app.insert_resource(AnchorBatch(), replace=False)
+        batch = app.init_resource(AnchorBatch)
         _anchors_changed_batch(*batch.update(revisions(clothes),
                                              lambda: [(c.inv_mass, c.tether_anchor_mask) for c in clothes]), changed)
     for cloth in [c for c, maybe in zip(clothes, changed) if maybe]:

@@ -42,7 +42,7 @@ PARALLEL_MIN_PARTICLES = 4_000
 
 def gather_colliders(app: App, dt: float) -> None:
     """Pack every active Collider with its Transform (start and end pose of this step) into ColliderSet."""
-    packed = app.insert_resource(ColliderSet(), replace=False)
+    packed = app.init_resource(ColliderSet)
     _report_new_contacts(app, packed)
     rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
     k = len(rows)

@@ -114,7 +114,7 @@ class StepSnapshot:
 
 def save_state(app: App, dt: float) -> None:
     """Copy each cloth's positions and velocities before the step (no allocation after the first)."""
-    snapshot = app.insert_resource(StepSnapshot(), replace=False)
+    snapshot = app.init_resource(StepSnapshot)
     clothes = app.query(Cloth)
 
     def rows() -> list[tuple[np.ndarray, ...]]:
@@ -138,25 +138,27 @@ def save_state(app: App, dt: float) -> None:
 def reject_non_finite(app: App, dt: float) -> None:
     """Restore any cloth whose step went bad, report it, and set the substeps of the retry."""
     snapshot = app.resource(StepSnapshot)
-    recovery = app.insert_resource(Recovery(), replace=False)
+    recovery = app.init_resource(Recovery)
     clock = app.clock
     step = clock.step_index
     refused = escalate = False
     rows = app.query(Cloth)
     tearing = {entity for entity, tear in app.query(Tearable) if tear.active}     # tearing breaks long links
-    stretch = np.array([math.inf if entity in tearing else MAX_STRETCH for entity, _ in rows])
-    bad_particle = np.full(len(rows), -1, np.int64)
-    bad_link = np.full(len(rows), -1, np.int64)
+    stretch = [math.inf if entity in tearing else MAX_STRETCH for entity, _ in rows]
+
     def arrays() -> list[tuple[np.ndarray, ...]]:
         return [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
 
     if len(rows) >= BATCH_MIN_CLOTHS:                    # one call checks every cloth
+        bad_particle = np.full(len(rows), -1, np.int64)
+        bad_link = np.full(len(rows), -1, np.int64)
         _first_bad_batch(*snapshot.check.update(revisions(c for _, c in rows), arrays), MAX_POSITION, MAX_SPEED,
-                         stretch, bad_particle, bad_link)
+                         np.array(stretch), bad_particle, bad_link)
     else:
-        for k, row in enumerate(arrays()):
-            bad_particle[k], bad_link[k] = _first_bad(*row, MAX_POSITION, MAX_SPEED, stretch[k])
-    if not recovery.failing and (bad_particle < 0).all():
+        found = [_first_bad(*row, MAX_POSITION, MAX_SPEED, limit) for row, limit in zip(arrays(), stretch)]
+        bad_particle = [bad for bad, _ in found]
+        bad_link = [link for _, link in found]
+    if not recovery.failing and max(bad_particle, default=-1) < 0:
         _set_factor(recovery, clock, False, False)       # all good, nothing recovering: nothing to report
         return
     for k, (entity, cloth) in enumerate(rows):

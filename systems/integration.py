@@ -42,7 +42,7 @@ def _batch(app: App, clothes: list[Cloth]) -> IntegrationBatch | None:
     """The integration batch for ``clothes`` (checked at each step's first substep), or None for a few."""
     if len(clothes) < BATCH_MIN_CLOTHS:
         return None
-    batch = app.insert_resource(IntegrationBatch(), replace=False)
+    batch = app.init_resource(IntegrationBatch)
     if app.clock.substep_index == 0:
         batch.update(clothes)
     return batch
@@ -75,7 +75,7 @@ def clear_forces(app: App, dt: float) -> None:
     """Zero the external force accumulators after each step (writers add to them every step)."""
     clothes = [cloth for _, cloth in app.query(Cloth)]
     if len(clothes) >= BATCH_MIN_CLOTHS:
-        batch = app.insert_resource(ForceBatch(), replace=False)
+        batch = app.init_resource(ForceBatch)
         _zero_batch(*batch.update(revisions(clothes), lambda: [(c.force,) for c in clothes]))
         return
     for cloth in clothes:

@@ -25,10 +25,10 @@ def prepare_pins(app: App, dt: float) -> None:
     for _, cloth, pin in rows:
         if not pin.bound:
             _bind(app, cloth, pin)
-    fixed = [r for r in rows if _batchable(r[2])]
+    fixed = [r for r in rows if _batchable(r[2])] if len(rows) >= BATCH_MIN_CLOTHS else []
     done = np.zeros(len(fixed), np.bool_)
     if len(fixed) >= BATCH_MIN_CLOTHS:
-        batch = app.insert_resource(PinTargetBatch(), replace=False)
+        batch = app.init_resource(PinTargetBatch)
         key = revisions(c for _, cloth, pin in fixed for c in (cloth, pin))
         _prepare_fixed_batch(*batch.update(key, lambda: [(pin.index, pin.active, pin.active_before, pin.target,
                                                           cloth.base_inv_mass, pin.step_start, pin.step_end,
@@ -36,7 +36,7 @@ def prepare_pins(app: App, dt: float) -> None:
                              done)
     prepared = {id(pin) for (_, _, pin), ok in zip(fixed, done) if ok}
     for entity, cloth, pin in rows:
-        if id(pin) not in prepared:
+        if not prepared or id(pin) not in prepared:
             _prepare_one(app, entity, cloth, pin)
 
 
@@ -72,14 +72,15 @@ def pin_particles(app: App, h: float) -> None:
     """Move active pinned particles to their targets interpolated at this substep."""
     clock = app.clock
     alpha = (clock.substep_index + 1) / clock.substeps
-    rows = app.resources.get(PinBatch) if clock.substep_index > 0 else None
-    if rows is None or rows.count < BATCH_MIN_CLOTHS:
-        rows = app.insert_resource(PinBatch(), replace=False)
-        rows.update([(cloth, pin) for _, cloth, pin in app.query(Cloth, Pin) if cloth.substepped])
-    if rows.count >= BATCH_MIN_CLOTHS:                  # many pinned cloths: one call
-        _move_pins_batch(*rows.lists, alpha)
+    pairs = app.query(Cloth, Pin)
+    if len(pairs) >= BATCH_MIN_CLOTHS:                  # many pinned cloths: one call
+        batch = app.init_resource(PinBatch)
+        if clock.substep_index == 0:
+            batch.update([(cloth, pin) for _, cloth, pin in pairs if cloth.substepped])
+        if batch.lists:
+            _move_pins_batch(*batch.lists, alpha)
         return
-    for _, cloth, pin in app.query(Cloth, Pin):
+    for _, cloth, pin in pairs:
         if cloth.substepped:
             _move_pins(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
 
@@ -94,15 +95,12 @@ class PinBatch:
     def __init__(self) -> None:
         self.batch = Batch()
         self.lists: tuple = ()
-        self.count = 0
 
     def update(self, pairs: list[tuple[Cloth, Pin]]) -> None:
-        """Point the batch at the (cloth, pin) ``pairs`` (only when there are many)."""
-        self.count = len(pairs)
-        if self.count >= BATCH_MIN_CLOTHS:
-            self.lists = self.batch.update(revisions(c for pair in pairs for c in pair),
-                                           lambda: [(pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
-                                                    for cloth, pin in pairs])
+        """Point the batch at the (cloth, pin) ``pairs`` of substepped cloths (none: an empty batch)."""
+        self.lists = () if not pairs else self.batch.update(
+            revisions(c for pair in pairs for c in pair),
+            lambda: [(pin.index, pin.active, pin.step_start, pin.step_end, cloth.x) for cloth, pin in pairs])
 
 
 def _carrier(app: App, pin: Pin) -> Transform:

@@ -10,6 +10,7 @@ shape (``ColliderSet.impulse``, accumulated by the environment system) and queue
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 import pymunk
@@ -33,8 +34,13 @@ def sync_bodies(app: App, dt: float) -> None:
     space = app.resources.get(Space2D)
     if space is not None and space.step:
         space.space.step(dt)
+    poses = app.init_resource(BodyPoses)
     for entity, rigid in app.query(RigidBody2D):
         body = rigid.body
+        pose = (body.position.x, body.position.y, body.angle, rigid.scale, rigid.z)
+        if poses.last.get(entity) == pose:           # resting or static: its colliders are where they were
+            continue
+        poses.last[entity] = pose
         own = app.try_get(entity, Transform)
         if own is not None:                          # the body's own Transform: carries pins (a cape)
             own.position[:] = (body.position.x / rigid.scale, body.position.y / rigid.scale, rigid.z)
@@ -100,6 +106,18 @@ def _bind(app: App, rigid: RigidBody2D) -> None:
         rigid.shape_entities.append(app.spawn(collider, Transform.from_2d(centre[0], centre[1], angle, rigid.z)))
 
 
+class BodyPoses:
+    """Resource: each RigidBody2D entity's pose when its colliders were last moved (bodies that did not
+    move since, resting or static, are skipped: their colliders are already there)."""
+
+    def __init__(self) -> None:
+        self.last: dict[int, tuple[float, ...]] = {}
+
+
+_BOX_CENTRES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Local centre of each polygon shape's collider (a rectangle's centre, else the body origin), read once."""
+
+
 def _shape_pose(rigid: RigidBody2D, shape: pymunk.Shape) -> tuple[tuple[float, float], float]:
     """World centre [m] and angle [rad] of a shape's collider frame."""
     body = rigid.body
@@ -111,11 +129,12 @@ def _shape_pose(rigid: RigidBody2D, shape: pymunk.Shape) -> tuple[tuple[float, f
         centre = (a + b) / 2
         angle = math.atan2(b.y - a.y, b.x - a.x)
     else:
-        vertices = np.array([tuple(v) for v in shape.get_vertices()])
-        if _rectangle_half_size(vertices) is not None:  # the Box is centred on the rectangle
-            centre = body.local_to_world(tuple(vertices.mean(axis=0)))
-        else:
-            centre = body.position
+        local = _BOX_CENTRES.get(shape)
+        if local is None:
+            vertices = np.array([tuple(v) for v in shape.get_vertices()])
+            local = _BOX_CENTRES[shape] = (tuple(vertices.mean(axis=0)) if _rectangle_half_size(vertices) is not None
+                                           else (0.0, 0.0))        # a Box is centred on the rectangle
+        centre = body.local_to_world(local)
         angle = body.angle
     return (centre[0] / rigid.scale, centre[1] / rigid.scale), angle
 

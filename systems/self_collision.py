@@ -83,7 +83,7 @@ def collide_self(app: App, h: float) -> None:
     clothes = [c for _, c in app.query(Cloth) if c.substepped and c.self_collision]
     if not clothes:
         return
-    buffers = app.insert_resource(SelfCollisionBuffers(), replace=False)
+    buffers = app.init_resource(SelfCollisionBuffers)
     key = tuple((id(c), c.particle_count) for c in clothes)   # tearing changes the count
     if key != buffers.key:
         _allocate(buffers, clothes)
