@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks import drape, scenes, sheet
+from benchmarks import drape, scenes, sheet, startup
 
-BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet}
+BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup}
 
 
 def main(argv: list[str] | None = None) -> None:

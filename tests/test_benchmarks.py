@@ -40,3 +40,9 @@ def test_benchmark_stdout_is_only_json_lines():
                          capture_output=True, text=True, timeout=300)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("{"), out.stdout
+
+
+def test_startup_benchmark_times_a_warm_launch_to_the_first_frame():
+    (record,) = run_benchmark("startup", "--runs", "warm", "--headless")
+    assert record["game"] == "cape" and record["cache"] == "warm"
+    assert record["seconds"] > 0.0 and record["first_frame_ms"] > 0.0 and record["video_driver"] == "none"

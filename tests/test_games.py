@@ -260,3 +260,12 @@ def test_hanging_sheet_runs_every_model(model):
     report = hanging_sheet.main(["--headless", "--frames", "60", "--report", "json", "--n", "16", "--model", model])
     assert report["nan"] is False and report["rejected_steps"] == 0 and report["frames"] == 60
     assert report["max_strain"] < 0.5, f"{model}: max strain {report['max_strain']:.3f}"
+
+
+def test_precompile_runs_each_game_headless_and_reports_it(capsys, monkeypatch):
+    from games import __main__ as lister
+    monkeypatch.setattr(lister, "PRECOMPILE_EXTRA", (("hanging_sheet", "--model", "verlet"),))
+    assert lister.precompile({"hanging_sheet": ""}) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("  ")[0].strip() for line in lines] == ["hanging_sheet", "hanging_sheet --model verlet"]
+    assert all(line.endswith("ok") for line in lines)
