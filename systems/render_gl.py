@@ -25,6 +25,7 @@ loop flips it), else into an offscreen framebuffer of a standalone EGL context (
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,6 +259,9 @@ class GLRenderer:
     """The camera used when the scene has no Camera entity."""
     default_style: ClothStyle = field(default_factory=ClothStyle)
     """The style of cloths with no ClothStyle component."""
+    seconds: dict[str, float] = field(default_factory=lambda: {"normals": 0.0, "upload": 0.0})
+    """Time spent so far [s] on the cloths' surfaces (subdivision and smooth normals, numba) and on their
+    uploads (packing the vertex rows and writing the buffers), for benchmarks/scenes.py's breakdown."""
     _programs: dict[str, Any] = field(default_factory=dict, repr=False)
     _cloths: dict[int, _ClothGPU] = field(default_factory=dict, repr=False)
     _solids: dict[int, _SolidGPU] = field(default_factory=dict, repr=False)
@@ -361,9 +365,13 @@ class GLRenderer:
                 _set(points_prog, "u_pinned_color", (1.0, 0.85, 0.1))
                 gpu.points_vao.render(moderngl.POINTS)
                 continue
+            start = time.perf_counter()
             gpu.surface.update(cloth, strain=settings.view == "strain")
+            packed = time.perf_counter()
             _pack_vertices(gpu.surface.x, gpu.surface.normal, gpu.surface.uv, gpu.surface.strain, gpu.packed)
             gpu.vbo.write(gpu.packed)
+            self.seconds["normals"] += packed - start
+            self.seconds["upload"] += time.perf_counter() - packed
             texture, scale, offset = self._cloth_texture(gpu, style)
             texture.use(location=0)
             _set(cloth_prog, "u_mode", _MODES[settings.view])
