@@ -15,17 +15,19 @@ import json
 import math
 import time
 
-from components import MODELS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, VerletSettings
+from components import MODELS, PRECISIONS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, VerletSettings
 from engine import App, mesh
 from systems import DefaultPlugins
 
 
-def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float, sphere: bool) -> Cloth:
+def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float, sphere: bool,
+                precision: str = "float64") -> Cloth:
     """Spawn the benchmark sheet (and with ``sphere`` a 0.25 m ball pressing 3 cm into it from behind)."""
     sheet = mesh.grid(n, n, 1.0, 1.0)
     material = ClothMaterial(density=0.1, stretch_compliance=0.0, damping=-math.log(0.99) / dt)
     settings = VerletSettings(passes=iters) if model == "verlet" else None          # sweeps per substep
-    cloth = Cloth.from_mesh(sheet, material, model=model, settings=settings, iterations=iters, tethers=tethers)
+    cloth = Cloth.from_mesh(sheet, material, model=model, settings=settings, iterations=iters, tethers=tethers,
+                            precision=precision)
     app.spawn(cloth, Pin.corners(sheet, "top"))
     if sphere:
         app.spawn(Collider(Sphere(0.25), friction=0.5), Transform(position=(0.0, -0.2, -0.22)))
@@ -33,12 +35,12 @@ def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: 
 
 
 def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads: int, model: str,
-        sphere: bool = False) -> dict:
+        sphere: bool = False, precision: str = "float64") -> dict:
     """Time ``steps`` fixed steps of the n×n sheet after one warm-up step; return the JSON record."""
     dt = 1.0 / 60.0
     app = App(dt=dt, substeps=substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
-    cloth = build_sheet(app, n, iters=iters, tethers=tethers, model=model, dt=dt, sphere=sphere)
+    cloth = build_sheet(app, n, iters=iters, tethers=tethers, model=model, dt=dt, sphere=sphere, precision=precision)
     start = time.perf_counter()
     app.step(1)                                    # compile (or load cached kernels) and first step
     warmup = time.perf_counter() - start
@@ -53,6 +55,7 @@ def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads
         "constraints": constraints,
         "tethers": int(cloth.tether_anchor.shape[0]),
         "sphere": sphere,
+        "precision": precision,
         "threads": threads,
         "substeps": substeps,
         "iters": iters,
@@ -79,12 +82,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sphere", action="store_true", help="a 0.25 m ball pressing 3 cm into the sheet from behind")
     p.add_argument("--threads", type=int, choices=(1, 2), default=1)
     p.add_argument("--model", choices=MODELS, default="xpbd")
+    p.add_argument("--precision", choices=PRECISIONS, default="float64", help="particle state storage (xpbd)")
     args = p.parse_args(argv)
     for n in args.n:
         if n < 2:
             p.error(f"--n {n}: a sheet needs at least 2 particles per side")
         print(json.dumps(run(n, substeps=args.substeps, iters=args.iters, steps=args.steps, tethers=args.tethers,
-                             threads=args.threads, model=args.model, sphere=args.sphere)), flush=True)
+                             threads=args.threads, model=args.model, sphere=args.sphere,
+                             precision=args.precision)), flush=True)
 
 
 if __name__ == "__main__":

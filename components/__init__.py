@@ -1,6 +1,6 @@
 """Loom's components: plain data validated on construction (no behaviour, no system imports)."""
 from components.camera import Camera
-from components.cloth import BEND, MODELS, SHEAR, STEP_MODELS, STRETCH, Cloth
+from components.cloth import BEND, MODELS, PRECISIONS, SHEAR, STEP_MODELS, STRETCH, Cloth
 from components.collider import (Box, Capsule, Collider, ColliderSet, Cylinder, Plane, Prism, Sphere,
                                  TriangleMesh)
 from components.grab import Grab
@@ -15,7 +15,7 @@ from components.transform import Transform
 from components.wind import Blower, Wind
 
 __all__ = [
-    "BEND", "INTEGRATORS", "MODELS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH",
+    "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH",
     "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
     "Cylinder", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
     "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",

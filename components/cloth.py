@@ -24,6 +24,8 @@ STEP_MODELS = ("implicit",)
 """Models solved once per fixed step by one fused system; the substep systems skip them."""
 
 SELF_COLLISION_MODES = ("particle", "triangle")
+PRECISIONS = ("float64", "float32")
+"""Storage choices of ``Cloth.precision``."""
 STRETCH, SHEAR, BEND = 0, 1, 2
 """``link_kind`` codes: structural, shear and (distance) bending links."""
 LINK_KINDS = ("stretch", "shear", "bend")
@@ -76,6 +78,10 @@ class Cloth:
     self_collision_mode: str = "particle"
     """"particle": particle pairs only (fine meshes, spacing ≤ thickness); "triangle": also keep
     particles off non-incident triangles (coarse meshes)."""
+    precision: str = "float64"
+    """Storage of the changing particle state (x, x_prev, v, force): "float64", or "float32" for
+    half the memory traffic (XPBD only; rest data, masses and constraint tables stay float64, and
+    kernels compute in float64). Accuracy and speed are measured in docs/physics.md."""
 
     # --- derived rest data (coloured constraint tables) -----------------------------------------
     link_order: np.ndarray = field(init=False, repr=False)
@@ -186,6 +192,12 @@ class Cloth:
         choice(owner, "self_collision_mode", self.self_collision_mode, SELF_COLLISION_MODES)
         self._build_links(links, self.link_kind)
         self._build_bends(quads)
+        choice(owner, "precision", self.precision, PRECISIONS)
+        if self.precision == "float32":
+            if self.model != "xpbd":
+                raise ValueError(f"Cloth.precision = 'float32' with model = {self.model!r}: float32 state is "
+                                 f"for the xpbd model only")
+            self.x = self.x.astype(np.float32)
         self.v = np.zeros_like(self.x)
         self.x_prev = self.x.copy()
         self.force = np.zeros_like(self.x)
@@ -231,7 +243,8 @@ class Cloth:
     @classmethod
     def from_mesh(cls, mesh: Mesh, material: ClothMaterial | str = "cotton", *, model: str = "xpbd",
                   settings: Any = None, iterations: int = 2, tethers: bool = True, self_collision: bool = False,
-                  self_collision_mode: str = "particle", **material_changes: Any) -> Cloth:
+                  self_collision_mode: str = "particle", precision: str = "float64",
+                  **material_changes: Any) -> Cloth:
         """Build a cloth from ``mesh``: masses by Fuhrmann 2003 eq. 1, links from the mesh's
         stretch, shear and bend tables (bend quads for ``bend_model="dihedral"``).
 
@@ -253,7 +266,7 @@ class Cloth:
         return cls(x=mesh.positions, mass=mesh.vertex_masses(material.density), links=links, link_kind=kinds,
                    triangles=mesh.triangles, bend_quads=mesh.bend_quads, rest_uv=mesh.uv, material=material,
                    model=model, settings=settings, iterations=iterations, tethers=tethers,
-                   self_collision=self_collision, self_collision_mode=self_collision_mode)
+                   self_collision=self_collision, self_collision_mode=self_collision_mode, precision=precision)
 
     @classmethod
     def from_particles(cls, positions: Any, mass: Any, links: Any, *, material: ClothMaterial | None = None,

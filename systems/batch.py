@@ -21,6 +21,12 @@ BATCH_MIN_CLOTHS = 2
 """Fewest cloths a system batches (one cloth calls its kernel directly)."""
 
 
+def batchable(clothes: Sequence[Any]) -> bool:
+    """Whether a system should batch ``clothes``: enough of them, all with float64 state (a typed list
+    holds one array type; a world with float32 cloths runs them one call each)."""
+    return len(clothes) >= BATCH_MIN_CLOTHS and all(c.x.dtype == np.float64 for c in clothes)
+
+
 class Batch:
     """Typed lists of per-cloth arrays, one list per column of the rows given to ``update``."""
 

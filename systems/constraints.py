@@ -28,7 +28,7 @@ from numba import prange
 
 from components import Cloth
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from systems.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 from systems.distance_limits import relax_distances
 
 PARALLEL_MIN_LINKS = 20_000
@@ -62,7 +62,7 @@ def solve_constraints(app: App, h: float) -> None:
     clothes = [cloth for _, cloth in app.query(Cloth) if cloth.model == "xpbd"]
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
-    if len(small) >= BATCH_MIN_CLOTHS:
+    if batchable(small):
         batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
             batch.update(small)

@@ -51,7 +51,7 @@ from numba import prange
 
 from components import Cloth, Tearable
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from systems.batch import Batch, batchable, revisions
 
 log = logging.getLogger("loom.guard")
 
@@ -126,7 +126,7 @@ def save_state(app: App, dt: float) -> None:
             out.append((cloth.x, cloth.v, saved[0], saved[1]))
         return out
 
-    if len(clothes) >= BATCH_MIN_CLOTHS:
+    if batchable([c for _, c in clothes]):
         key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
         _copy_batch(*snapshot.batch.update(key, rows))
         return
@@ -149,7 +149,7 @@ def reject_non_finite(app: App, dt: float) -> None:
     def arrays() -> list[tuple[np.ndarray, ...]]:
         return [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
 
-    if len(rows) >= BATCH_MIN_CLOTHS:                    # one call checks every cloth
+    if batchable([c for _, c in rows]):                  # one call checks every cloth
         bad_particle = np.full(len(rows), -1, np.int64)
         bad_link = np.full(len(rows), -1, np.int64)
         _first_bad_batch(*snapshot.check.update(revisions(c for _, c in rows), arrays), MAX_POSITION, MAX_SPEED,

@@ -15,7 +15,7 @@ from numba import prange
 
 from components import Cloth, Gravity
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from systems.batch import Batch, batchable, revisions
 
 
 class IntegrationBatch:
@@ -40,7 +40,7 @@ def _xpbd_cloths(app: App) -> list[Cloth]:
 
 def _batch(app: App, clothes: list[Cloth]) -> IntegrationBatch | None:
     """The integration batch for ``clothes`` (checked at each step's first substep), or None for a few."""
-    if len(clothes) < BATCH_MIN_CLOTHS:
+    if not batchable(clothes):
         return None
     batch = app.init_resource(IntegrationBatch)
     if app.clock.substep_index == 0:
@@ -63,7 +63,7 @@ def predict_positions(app: App, h: float) -> None:
 def update_velocities(app: App, h: float) -> None:
     """XPBD cloths: set velocities from the substep's position change and apply the material's damping."""
     clothes = _xpbd_cloths(app)
-    batch = app.resources.get(IntegrationBatch) if len(clothes) >= BATCH_MIN_CLOTHS else None
+    batch = app.resources.get(IntegrationBatch) if batchable(clothes) else None
     if batch is not None and len(batch.damping) == len(clothes):     # set up by this substep's predict
         _update_batch(*batch.lists, 1.0 / h, np.exp(-batch.damping * h))
         return
@@ -74,7 +74,7 @@ def update_velocities(app: App, h: float) -> None:
 def clear_forces(app: App, dt: float) -> None:
     """Zero the external force accumulators after each step (writers add to them every step)."""
     clothes = [cloth for _, cloth in app.query(Cloth)]
-    if len(clothes) >= BATCH_MIN_CLOTHS:
+    if batchable(clothes):
         batch = app.init_resource(ForceBatch)
         _zero_batch(*batch.update(revisions(clothes), lambda: [(c.force,) for c in clothes]))
         return

@@ -13,7 +13,7 @@ import numpy as np
 
 from components import Cloth, Pin, Transform
 from engine import App
-from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from systems.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 
 
 def prepare_pins(app: App, dt: float) -> None:
@@ -27,7 +27,7 @@ def prepare_pins(app: App, dt: float) -> None:
             _bind(app, cloth, pin)
     fixed = [r for r in rows if _batchable(r[2])] if len(rows) >= BATCH_MIN_CLOTHS else []
     done = np.zeros(len(fixed), np.bool_)
-    if len(fixed) >= BATCH_MIN_CLOTHS:
+    if batchable([cloth for _, cloth, _ in fixed]):
         batch = app.init_resource(PinTargetBatch)
         key = revisions(c for _, cloth, pin in fixed for c in (cloth, pin))
         _prepare_fixed_batch(*batch.update(key, lambda: [(pin.index, pin.active, pin.active_before, pin.target,
@@ -73,7 +73,7 @@ def pin_particles(app: App, h: float) -> None:
     clock = app.clock
     alpha = (clock.substep_index + 1) / clock.substeps
     pairs = app.query(Cloth, Pin)
-    if len(pairs) >= BATCH_MIN_CLOTHS:                  # many pinned cloths: one call
+    if batchable([cloth for _, cloth, _ in pairs]):    # many pinned cloths: one call
         batch = app.init_resource(PinBatch)
         if clock.substep_index == 0:
             batch.update([(cloth, pin) for _, cloth, pin in pairs if cloth.substepped])

@@ -49,7 +49,7 @@ from numba import prange
 from components import Cloth
 from components.wind import Blower, Wind
 from engine import App, Stage
-from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from systems.batch import Batch, batchable, revisions
 from systems.sets import ClothSet
 
 GUST_MODES = 4
@@ -102,7 +102,7 @@ def apply_wind(app: App, dt: float) -> None:
                  cloth.force) for entity, cloth in clothes]
 
     coefficients = (first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt)
-    if len(clothes) >= BATCH_MIN_CLOTHS:                 # many cloths: one call, a cloth per thread
+    if batchable([c for _, c in clothes]):               # many cloths: one call, a cloth per thread
         key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
         _aero_forces_batch(*scratch.batch.update(key, rows), base, amp, modes, cones, t, *coefficients)
         return

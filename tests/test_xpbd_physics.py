@@ -263,3 +263,43 @@ def test_dihedral_bending_sheet_hangs_without_stretch_or_nan(make_app):
     app.step(120)
     assert np.isfinite(cloth.x).all() and cloth.rejected_steps == 0
     assert cloth.strain(STRETCH).max() < 0.01
+
+
+def test_float32_state_hangs_where_float64_does(make_app):
+    """Cloth(precision="float32") stores x, x_prev, v and force in float32; kernels compute in float64.
+    At rest it sits where float64 does to float32's resolution; swinging, rounding at each store adds
+    up to millimetres in 2 s (a float64 run started 1e-7 m off differs by 0.1 mm)."""
+    for plane, bound in (("xy", 2e-6), ("xz", 1e-2)):            # hanging at rest; swinging down from flat
+        sheets = []
+        for precision in ("float64", "float32"):
+            app = make_app(substeps=8)
+            sheet = mesh.grid(16, 16, 1.0, 1.0, center=(0.0, 1.5, 0.0), plane=plane)
+            cloth = Cloth.from_mesh(sheet, "cotton", precision=precision)
+            app.spawn(cloth, Pin.edge(sheet, "top"))
+            app.step(120)
+            assert cloth.x.dtype == np.dtype(precision) and cloth.v.dtype == np.dtype(precision)
+            sheets.append(cloth)
+        wide, narrow = sheets
+        assert np.abs(wide.x - narrow.x).max() < bound, plane
+        assert abs(wide.strain(STRETCH).max() - narrow.strain(STRETCH).max()) < 1e-3
+    assert narrow.x[:, 1].min() < 1.0                                   # the flat one did swing down
+
+
+def test_float32_cloths_run_beside_float64_ones_unbatched(make_app):
+    app = make_app(substeps=4)
+    clothes = []
+    for k, precision in enumerate(("float64", "float32", "float64")):
+        sheet = mesh.grid(6, 6, 0.5, 0.5, center=(1.0 * k, 1.0, 0.0), plane="xz")
+        cloth = Cloth.from_mesh(sheet, "cotton", precision=precision, self_collision=True)
+        app.spawn(cloth, Pin.edge(sheet, "top"))
+        clothes.append(cloth)
+    app.step(30)
+    assert all(np.isfinite(c.x).all() and c.x[:, 1].min() < 0.8 for c in clothes)
+    assert clothes[1].x.dtype == np.float32
+
+
+def test_float32_is_for_xpbd_only():
+    with pytest.raises(ValueError, match="precision"):
+        Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0), "cotton", model="verlet", precision="float32")
+    with pytest.raises(ValueError, match="precision"):
+        Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0), "cotton", precision="float16")
