@@ -117,6 +117,8 @@ def collide_environment(app: App, h: float) -> None:
     a0 = clock.substep_index / clock.substeps
     a1 = (clock.substep_index + 1) / clock.substeps
     mv, mt, minfo, mcell, mcelltri = packed.mesh_arrays
+    scratch = app.init_resource(ContactScratch)
+    scratch.fit(packed.count)
     parallel = numba.get_num_threads() > 1
     for _, cloth in app.query(Cloth):
         if not cloth.substepped:
@@ -124,9 +126,26 @@ def collide_environment(app: App, h: float) -> None:
         m = cloth.material
         kernel = _collide_parallel if parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES else _collide_serial
         kernel(packed.kind, packed.params, packed.margin, packed.friction, packed.pose0, packed.pose1, a0, a1,
-                 packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
-                 m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
-                 packed.impulse, packed.impulse_point)
+               packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
+               m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
+               packed.impulse, packed.impulse_point, *scratch.arrays)
+
+
+class ContactScratch:
+    """Resource: the contact kernel's per-collider work arrays, reallocated only when the collider count
+    changes (the substep's hot path allocates nothing)."""
+
+    def __init__(self) -> None:
+        self.arrays: tuple[np.ndarray, ...] = ()
+        self.count = -1
+
+    def fit(self, k: int) -> None:
+        """Size the arrays for k colliders: rot0, rot1, pos0, pos1, bound, motion, near, acc, distances."""
+        if k != self.count:
+            self.count = k
+            self.arrays = (np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
+                           np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
+                           np.zeros((CHUNKS, 4)))
 
 
 def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
@@ -154,19 +173,16 @@ def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
 
 # --- kernels --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
-    """Collider poses at the substep's start and end (rotations (k, 3, 3), positions (k, 3)), each
-    shape's bounding-ball radius [m] (0: unbounded) and an upper bound on how far any point of its
-    surface moves in the substep [m], shared by every particle range."""
+def _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion):
+    """Write the collider poses at the substep's start and end (rotations rot0, rot1 (k, 3, 3), positions
+    pos0, pos1 (k, 3)), each shape's bounding-ball radius [m] (0: unbounded) into bound (k,) and an
+    upper bound on how far any point of its surface moves in the substep [m] into motion (k,), shared
+    by every particle range (scratch arrays of ``ContactScratch``: nothing is allocated per substep)."""
     k = kind.shape[0]
-    rot0 = np.empty((k, 3, 3))
-    rot1 = np.empty((k, 3, 3))
-    pos0 = np.empty((k, 3))
-    pos1 = np.empty((k, 3))
     for c in range(k):
         pose(pose0, pose1, c, a0, rot0[c], pos0[c])
         pose(pose0, pose1, c, a1, rot1[c], pos1[c])
-    bound = np.zeros(k)                              # bounding-ball radius [m] of each shape (0: none)
+    bound[:] = 0.0                                   # bounding-ball radius [m] of each shape (0: none)
     for c in range(k):
         if kind[c] == SPHERE:
             bound[c] = params[c, 0]
@@ -179,7 +195,6 @@ def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
             for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
                 far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
             bound[c] = math.sqrt(far + params[c, 0] ** 2)
-    motion = np.empty(k)                             # how far any surface point moves this substep [m]
     for c in range(k):
         turn = 0.0
         for i in range(3):
@@ -188,31 +203,30 @@ def _prepare(kind, params, pose0, pose1, a0, a1, polygons):
         shift = math.sqrt((pos1[c, 0] - pos0[c, 0]) ** 2 + (pos1[c, 1] - pos0[c, 1]) ** 2
                           + (pos1[c, 2] - pos0[c, 2]) ** 2)
         motion[c] = shift + 3.0 * turn * (bound[c] if bound[c] > 0.0 else 1e300)
-    return rot0, rot1, pos0, pos1, bound, motion
 
 
 @numba.njit(cache=True)
-def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion):
+def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near):
     """Indices of the colliders whose bounding ball, grown by the contact reach and its motion this
     substep, touches the box around the free particles' substep paths; colliders without a bound
     (planes, meshes) always. A cape among a level's platforms meets one or two of them: testing
-    every particle against each measured 0.44 of the cape game's 1.3 ms frame."""
-    lo = np.full(3, np.inf)
-    hi = np.full(3, -np.inf)
+    every particle against each measured 0.44 of the cape game's 1.3 ms frame. Writes them to near
+    (k,) and returns the view of the ones written."""
+    lox = loy = loz = np.inf
+    hix = hiy = hiz = -np.inf
     for p in range(x.shape[0]):
         if inv_mass[p] == 0.0:
             continue
-        for a in range(3):
-            lo[a] = min(lo[a], x[p, a], x_prev[p, a])
-            hi[a] = max(hi[a], x[p, a], x_prev[p, a])
-    near = np.empty(bound.shape[0], np.int64)
+        lox, hix = min(lox, x[p, 0], x_prev[p, 0]), max(hix, x[p, 0], x_prev[p, 0])
+        loy, hiy = min(loy, x[p, 1], x_prev[p, 1]), max(hiy, x[p, 1], x_prev[p, 1])
+        loz, hiz = min(loz, x[p, 2], x_prev[p, 2]), max(hiz, x[p, 2], x_prev[p, 2])
     count = 0
     for c in range(bound.shape[0]):
         if bound[c] > 0.0:
-            gap2 = 0.0
-            for a in range(3):
-                g = max(lo[a] - pos1[c, a], pos1[c, a] - hi[a], 0.0)
-                gap2 += g * g
+            gx = max(lox - pos1[c, 0], pos1[c, 0] - hix, 0.0)
+            gy = max(loy - pos1[c, 1], pos1[c, 1] - hiy, 0.0)
+            gz = max(loz - pos1[c, 2], pos1[c, 2] - hiz, 0.0)
+            gap2 = gx * gx + gy * gy + gz * gz
             radius = bound[c] + thickness + margin[c] + motion[c]
             if gap2 > radius * radius:
                 continue
@@ -224,11 +238,12 @@ def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion)
 @numba.njit(cache=True)
 def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
                    rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev,
-                   x, acc):
+                   x, acc, distances):
     """Contacts of the particles of range ``chunk`` (of CHUNKS) against the colliders ``near`` the
-    cloth: writes their x and adds the momentum they give each collider to acc[chunk] (k, 7)."""
+    cloth: writes their x and adds the momentum they give each collider to acc[chunk] (k, 7);
+    distances (CHUNKS, 4) holds each range's signed distance and normal."""
     n = x.shape[0]
-    sd = np.empty(4)
+    sd = distances[chunk]
     for c in near:                  # colliders outside: particles are independent, so the order of
         reach = thickness + margin[c]       # the loops changes nothing but the cost of the views
         r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
@@ -358,7 +373,8 @@ def _reduce(acc, impulse, impulse_point):
 
 @numba.njit(cache=True)
 def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
-                    mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point):
+                    mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point,
+                    rot0, rot1, pos0, pos1, bound, motion, near, acc, distances):
     """Continuous collision, contact and friction of every free particle against every collider.
 
     Colliders as packed in ColliderSet; a0, a1 the substep's start and end as fractions of the step;
@@ -369,26 +385,26 @@ def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygo
     impulses, added up in range order afterwards: ``_collide_parallel`` (its twin) runs the ranges
     on all threads with the same result (the n = 128 drape spent 13 ms of a 76 ms step here,
     serially); small cloths stay serial, where thread start-up costs more than it saves."""
-    rot0, rot1, pos0, pos1, bound, motion = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
-    near = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion)
-    acc = np.zeros((CHUNKS, kind.shape[0], 7))
+    _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion)
+    close = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near)
+    acc[:] = 0.0
     for chunk in range(CHUNKS):
-        _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                       rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h,
-                       x_prev, x, acc)
+        _collide_range(chunk, close, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell,
+                       mcelltri, rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass,
+                       inv_h, x_prev, x, acc, distances)
     _reduce(acc, impulse, impulse_point)
 
 
 @numba.njit(cache=True, parallel=True)
 def _collide_parallel(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo,
                       mcell, mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse,
-                      impulse_point):
+                      impulse_point, rot0, rot1, pos0, pos1, bound, motion, near, acc, distances):
     """Twin of ``_collide_serial`` with the particle ranges on all threads (same result, bit for bit)."""
-    rot0, rot1, pos0, pos1, bound, motion = _prepare(kind, params, pose0, pose1, a0, a1, polygons)
-    near = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion)
-    acc = np.zeros((CHUNKS, kind.shape[0], 7))
+    _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion)
+    close = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near)
+    acc[:] = 0.0
     for chunk in prange(CHUNKS):
-        _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                       rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h,
-                       x_prev, x, acc)
+        _collide_range(chunk, close, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell,
+                       mcelltri, rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass,
+                       inv_h, x_prev, x, acc, distances)
     _reduce(acc, impulse, impulse_point)
