@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from components._revision import Revisioned
 from components._validate import choice, floats, indices, integer, real, show
 from components.material import ClothMaterial
 from components.models import SETTINGS, settings_for
@@ -32,7 +33,7 @@ LINK_KINDS = ("stretch", "shear", "bend")
 
 
 @dataclass(eq=False)
-class Cloth:
+class Cloth(Revisioned):
     """A cloth's particles, constraint tables and state, validated on construction.
 
     Every array is C-contiguous float64 (positions, masses) or int32 (indices). Link tables are
@@ -128,15 +129,6 @@ class Cloth:
     """Which particles were anchors when the tethers were built, (n,) bool."""
     rejected_steps: int = field(init=False, default=0)
     """Steps refused because they would have written NaN or inf (the state was restored)."""
-
-    revision: int = field(init=False, default=0, repr=False)
-    """Counts assignments to this component's attributes (an array replaced, not changed in place):
-    batches of many components (systems/batch.py) rebuild their references when it moves."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name != "revision":
-            object.__setattr__(self, "revision", self.__dict__.get("revision", 0) + 1)
 
     def __post_init__(self) -> None:
         owner = "Cloth"

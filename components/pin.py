@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from components._revision import Revisioned
 from components._validate import floats, integer
 from engine.mesh import Mesh
 
 
 @dataclass(eq=False)
-class Pin:
+class Pin(Revisioned):
     """Holds ``index`` particles at ``target`` world points, or at ``offset`` in ``attach_to``'s Transform."""
 
     index: Any
@@ -39,15 +40,6 @@ class Pin:
     """True once the pin system has checked the indices against its cloth and filled missing targets."""
     active_before: np.ndarray = field(init=False, repr=False)
     """``active`` as the pin system saw it last step (to report releases and grabs as events)."""
-
-    revision: int = field(init=False, default=0, repr=False)
-    """Counts assignments to this component's attributes (an array replaced, not changed in place):
-    batches of many components (systems/batch.py) rebuild their references when it moves."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name != "revision":
-            object.__setattr__(self, "revision", self.__dict__.get("revision", 0) + 1)
 
     def __post_init__(self) -> None:
         idx = np.asarray(self.index)
