@@ -62,7 +62,7 @@ def solve_constraints(app: App, h: float) -> None:
     clothes = [cloth for _, cloth in app.query(Cloth) if cloth.model == "xpbd"]
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
-    if batchable(small):
+    if batchable(small, heavy=True):
         batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
             batch.update(small)

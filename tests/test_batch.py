@@ -8,8 +8,9 @@ import pytest
 
 from components import Cloth, Pin, Wind
 from engine import mesh
-from systems.batch import Batch, revisions
+from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
 from systems.constraints import ConstraintBatch
+from systems.integration import IntegrationBatch
 
 
 def _flag(k: int, material: str = "cotton") -> tuple[Cloth, Pin, mesh.Mesh]:
@@ -29,21 +30,23 @@ def _world(make_app, flags: list[int], threads: int = 1):
     return app, made
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_a_batch_moves_each_cloth_exactly_as_alone(make_app, threads):
+@pytest.mark.parametrize("threads, count", [(1, 14), (2, 3)])
+def test_a_batch_moves_each_cloth_exactly_as_alone(make_app, threads, count):
+    """14 cloths batch every kernel on one thread; 3 batch the heavy ones (constraints, wind) on two."""
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("needs 2 threads")
-    together, made = _world(make_app, [0, 1, 2], threads=threads)
+    together, made = _world(make_app, list(range(count)), threads=threads)
     together.step(30)
     assert together.resources.get(ConstraintBatch) is not None          # the batched path ran
-    for k, (_, cloth, _) in enumerate(made):
-        alone, (( _, single, _),) = _world(make_app, [k])
+    assert (together.resources.get(IntegrationBatch) is not None) == (count >= BATCH_MIN_CLOTHS)
+    for k in (0, 1, count - 1):
+        alone, ((_, single, _),) = _world(make_app, [k])
         alone.step(30)
-        assert np.array_equal(cloth.x, single.x), f"cloth {k} differs batched"
+        assert np.array_equal(made[k][1].x, single.x), f"cloth {k} differs batched"
 
 
 def test_a_batch_follows_released_pins_and_rebuilt_tethers(make_app):
-    together, made = _world(make_app, [0, 1, 2])
+    together, made = _world(make_app, list(range(BATCH_MIN_CLOTHS)))
     alone, ((_, single, single_pin),) = _world(make_app, [2])
     for app in (together, alone):
         app.step(10)
@@ -58,7 +61,7 @@ def test_a_batch_follows_released_pins_and_rebuilt_tethers(make_app):
 
 
 def test_a_batch_follows_a_despawned_cloth(make_app):
-    together, made = _world(make_app, [0, 1, 2])
+    together, made = _world(make_app, list(range(BATCH_MIN_CLOTHS + 1)))
     together.step(5)
     together.despawn(made[1][0])
     together.step(5)                                  # lists rebuilt without it (it would be stale otherwise)
