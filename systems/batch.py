@@ -50,9 +50,10 @@ class Batch:
         return self.lists
 
 
-def revisions(components: Iterable[Any]) -> tuple[tuple[int, int], ...]:
-    """Key of a batch over ``components``: each one's identity and assignment count (``revision``)."""
-    return tuple((id(c), c.revision) for c in components)
+def revisions(components: Iterable[Any]) -> tuple[tuple[Any, int], ...]:
+    """Key of a batch over ``components``: each one (compared by identity; held, so a despawned one's
+    id cannot pass for a new component's) and its assignment count (``revision``)."""
+    return tuple((c, c.revision) for c in components)
 
 
 def _typed_list(arrays: list[np.ndarray]) -> List:

@@ -87,3 +87,17 @@ def test_batch_rebuilds_only_when_the_key_changes():
     cloth.v = np.zeros_like(cloth.v)                  # replaced: the key moves, the lists follow
     lists = batch.update(revisions([cloth]), rows)
     assert len(built) == 2 and lists[1][0] is cloth.v
+
+
+def test_a_batch_follows_a_cloth_replaced_by_a_new_one(make_app):
+    """A despawned cloth's replacement (same shape, same revision count) gets its own arrays batched."""
+    together, made = _world(make_app, list(range(BATCH_MIN_CLOTHS)))
+    together.step(3)
+    entity, old, pin = made[4]
+    together.despawn(entity)
+    fresh, fresh_pin, _ = _flag(4)
+    together.spawn(fresh, fresh_pin)
+    del old
+    start = fresh.x.copy()
+    together.step(5)
+    assert np.abs(fresh.x - start).max() > 1e-3                       # the new cloth moves
