@@ -69,7 +69,7 @@ def _scene(name: str) -> tuple[int, Callable[[App], object]]:
         return 8, cape.build_scene
     if name == "flag":
         from games import flag
-        return 8, flag.build_scene
+        return flag.SUBSTEPS, flag.build_scene
     if name == "drape":
         from games import drape
         return drape.SUBSTEPS, lambda app: drape.build_scene(app, n=64)

@@ -3,7 +3,8 @@
 Run from the repository root: ``python docs/gen_images.py [--only NAME ...]``. Every picture is one
 offscreen GL frame after ``--frames`` fixed steps, 960×640 or smaller:
 
-- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``: ``python -m games.NAME --headless --frames N --screenshot PATH``;
+- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``: ``python -m games.NAME --headless --frames N --screenshot PATH``
+  (the flag with ``--sail``);
 - ``drape``: the drape game's own scene (``games.drape.build_scene``, n = 48) with the GL renderer added,
   through the same runner and ``--screenshot`` (the drape game itself has no renderer);
 - ``model_NAME``: the hanging sheet scene (``games.hanging_sheet.build_scene``) with ``model=NAME``,
@@ -25,12 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "images"
 GAMES = {"hanging_sheet": 240, "flag": 240, "cape": 150, "sandbox": 270}
 """Game → frames simulated before the screenshot."""
+GAME_OPTIONS = {"flag": ("--sail",)}
+"""Game → extra command-line options of its screenshot (the flag picture shows both of Provot's wind scenes)."""
 MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
 
 
 def game_screenshot(name: str, frames: int) -> None:
     """Run ``python -m games.NAME --headless --frames N --screenshot docs/images/NAME.png``."""
-    cmd = [sys.executable, "-m", f"games.{name}", "--headless", "--frames", str(frames),
+    cmd = [sys.executable, "-m", f"games.{name}", *GAME_OPTIONS.get(name, ()), "--headless", "--frames", str(frames),
            "--screenshot", str(IMAGES / f"{name}.png")]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 

@@ -219,7 +219,7 @@ def test_bake_command_line_reports_an_unknown_game_in_one_line(tmp_path, capsys)
 
 
 def test_app_arguments_are_read_from_each_games_main():
-    for name, substeps in [("hanging_sheet", 16), ("drape", 8), ("flag", 8)]:
+    for name, substeps in [("hanging_sheet", 16), ("drape", 8), ("flag", 4)]:
         dt, found = bake._app_arguments(bake._import_game(name))
         assert (dt, found) == (1 / 60, substeps), name
 
