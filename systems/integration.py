@@ -25,13 +25,13 @@ class IntegrationBatch:
     def __init__(self) -> None:
         self.batch = Batch()
         self.lists: tuple = ()
-        self.damping = np.zeros(0)
+        self.decay = np.zeros(0)
 
-    def update(self, clothes: list[Cloth]) -> None:
-        """Point the batch at ``clothes`` and re-read their damping."""
+    def update(self, clothes: list[Cloth], h: float) -> None:
+        """Point the batch at ``clothes`` and re-read their damping as this step's decay per substep of h [s]."""
         self.lists = self.batch.update(revisions(clothes), lambda: [(c.inv_mass, c.force, c.x, c.v, c.x_prev)
                                                                      for c in clothes])
-        self.damping = np.array([c.material.damping for c in clothes], np.float64)
+        self.decay = np.array([math.exp(-c.material.damping * h) for c in clothes])   # as update_velocities
 
 
 def _xpbd_cloths(app: App) -> list[Cloth]:
@@ -44,7 +44,7 @@ def _batch(app: App, clothes: list[Cloth]) -> IntegrationBatch | None:
         return None
     batch = app.init_resource(IntegrationBatch)
     if app.clock.substep_index == 0:
-        batch.update(clothes)
+        batch.update(clothes, app.clock.h)
     return batch
 
 
@@ -64,9 +64,9 @@ def update_velocities(app: App, h: float) -> None:
     """XPBD cloths: set velocities from the substep's position change and apply the material's damping."""
     clothes = _xpbd_cloths(app)
     batch = app.resources.get(IntegrationBatch) if batchable(clothes) else None
-    if batch is not None and len(batch.damping) == len(clothes):     # set up by this substep's predict
+    if batch is not None and len(batch.decay) == len(clothes):       # set up by this step's predict
         update = _update_batch if numba.get_num_threads() > 1 else _update_batch_serial
-        update(*batch.lists, 1.0 / h, np.exp(-batch.damping * h))
+        update(*batch.lists, 1.0 / h, batch.decay)
         return
     for cloth in clothes:
         _update(cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v)
