@@ -3,16 +3,16 @@
 For each scene, 600 fixed frames are timed one by one (median and p99 of the simulation time per
 frame, no profiling overhead), then 120 more frames run with per-system timing for the breakdown
 (ms per frame by group: integration, constraints, environment, self_collision, pins, wind,
-bodies, other). With ``--render`` each frame is also drawn offscreen by the moderngl renderer (EGL;
-timed apart from the simulation: render_ms_median, and render_ms_per_frame's normals — subdivision
-and smooth normals — and upload — packing and writing the vertex buffers). It is off by default:
-without a GPU, Mesa's llvmpipe rasterises on the same two cores, on threads that keep running after
-the draw call returns, and slows the next simulated frame (cape 0.98 → 1.08 ms); a laptop's GPU
-does not.
+bodies, other). Then as many frames again are each also drawn offscreen by the moderngl renderer
+(EGL), adding the cloth surface's ``normals`` (Loop subdivision and smooth normals) and ``upload``
+(packing and writing the vertex buffers) to the breakdown, and render_ms_median. The drawing runs
+after the timed frames, not between them: without a GPU, Mesa's llvmpipe rasterises on the same two
+cores, on threads that keep running after the draw call returns, and slowed the next simulated
+frame (cape 0.96 → 1.07 ms); a laptop's GPU does not. ``--no-render`` skips it.
 One JSON line per scene; ``--profile`` also prints a per-system table to stderr.
 
 Run: python -m benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads 1|2] [--profile]
-     [--render]
+     [--no-render]
 """
 from __future__ import annotations
 
@@ -84,52 +84,60 @@ def _scene(name: str) -> tuple[int, Callable[[App], object]]:
 SCENES = ("cape", "flag", "drape", "sandbox", "flags100")
 
 
-def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = False) -> dict:
+def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = True) -> dict:
     substeps, build = _scene(name)
     app = App(dt=1 / 60, substeps=substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
     renderer = None
-    if render:
+    if render:                                           # draws nothing until RENDER runs (phase 3)
         from systems.render_gl import GLRenderer, GLRenderPlugin
         app.add_plugin(GLRenderPlugin(width=640, height=360, headless=True))
         renderer = app.resource(GLRenderer)
     build(app)
     start = time.perf_counter()
     app.step(1)                                          # compile or load cached kernels
-    if render:
-        app.run_stage(Stage.RENDER, 1 / 60)
     warmup = time.perf_counter() - start
-    times = np.empty(frames)
-    drawn = np.empty(frames)
+    times = np.empty(frames)                             # 1: the simulation alone, frame by frame
     for f in range(frames):
         t0 = time.perf_counter()
         app.step(1)
-        t1 = time.perf_counter()
-        if render:
-            app.run_stage(Stage.RENDER, 1 / 60)
-        times[f], drawn[f] = t1 - t0, time.perf_counter() - t1
-    surface = dict(renderer.seconds) if renderer is not None else {}
-    app.profiling = True
+        times[f] = time.perf_counter() - t0
+    app.profiling = True                                 # 2: the per-system breakdown
     profiled = max(frames // 5, 1)
     app.step(profiled)
+    app.profiling = False
     groups: dict[str, float] = {}
     for system, seconds in app.system_seconds.items():
         group = GROUPS.get(system, "other")
         groups[group] = groups.get(group, 0.0) + seconds
+    breakdown = {g: round(1000 * s / profiled, 3) for g, s in sorted(groups.items())}
+    drawn = np.empty(profiled)
+    if renderer is not None:                             # 3: each frame also drawn offscreen
+        app.step(1)
+        app.run_stage(Stage.RENDER, 1 / 60)              # the context, programs and buffers
+        before = dict(renderer.seconds)
+        for f in range(profiled):
+            app.step(1)
+            t0 = time.perf_counter()
+            app.run_stage(Stage.RENDER, 1 / 60)
+            drawn[f] = time.perf_counter() - t0
+        for part in ("normals", "upload"):
+            breakdown[part] = round(1000 * (renderer.seconds[part] - before[part]) / profiled, 3)
     if profile:
         print(f"{name}: ms per frame by system ({profiled} frames)", file=sys.stderr)
         for system, seconds in sorted(app.system_seconds.items(), key=lambda kv: -kv[1]):
             print(f"  {system:<28} {1000 * seconds / profiled:8.3f}", file=sys.stderr)
+        for part in ("normals", "upload"):
+            if part in breakdown:
+                print(f"  {part + ' (render)':<28} {breakdown[part]:8.3f}", file=sys.stderr)
     report = app.report()
     record = {
         "scene": name, "particles": report["particles"], "cloths": report["cloths"], "frames": frames,
         "substeps": substeps, "threads": threads,
         "sim_ms_median": round(1000 * float(np.median(times)), 3),
         "sim_ms_p99": round(1000 * float(np.percentile(times, 99)), 3),
-        "ms_per_frame": {g: round(1000 * s / profiled, 3) for g, s in sorted(groups.items())},
-        **({"render_ms_median": round(1000 * float(np.median(drawn)), 3),
-            "render_ms_per_frame": {k: round(1000 * v / (frames + 1), 3) for k, v in sorted(surface.items())}}
-           if render else {}),
+        "ms_per_frame": breakdown,
+        **({"render_ms_median": round(1000 * float(np.median(drawn)), 3)} if renderer is not None else {}),
         "warmup_s": round(warmup, 3), "nan": report["nan"], "rejected_steps": report["rejected_steps"],
     }
     app.close()
@@ -142,11 +150,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--frames", type=int, default=600)
     p.add_argument("--threads", type=int, choices=(1, 2), default=1)
     p.add_argument("--profile", action="store_true", help="print a per-system table to stderr")
-    p.add_argument("--render", action="store_true",
-                   help="also draw each frame offscreen with moderngl, timed apart (normals, upload)")
+    p.add_argument("--no-render", action="store_true",
+                   help="skip the drawn frames (and so the normals and upload of the breakdown)")
     args = p.parse_args(argv)
     if args.frames < 1:
         p.error(f"--frames {args.frames}: must be >= 1")
     for name in args.scene:
         print(json.dumps(run(name, frames=args.frames, threads=args.threads, profile=args.profile,
-                             render=args.render)), flush=True)
+                             render=not args.no_render)), flush=True)
