@@ -48,6 +48,7 @@ class App:
         self.clock = FixedClock(dt=dt, substeps=substeps, max_steps=max_steps)
         self.schedule = Schedule()
         self.resources: dict[type, Any] = {}
+        self._flat_queries: dict[tuple[type, ...], tuple[list, list]] = {}
         self.world = f"loom-app-{next(_app_ids)}"
         self._plugins: list[str] = []
         self._handlers: dict[str, list[Callable[..., None]]] = {}
@@ -125,11 +126,16 @@ class App:
     def query(self, *component_types: type) -> list[tuple[Any, ...]]:
         """Return ``[(entity, component, ...), ...]`` for the entities holding every type given.
 
-        Ordered by entity id, so systems visit entities in a deterministic order."""
+        Ordered by entity id, so systems visit entities in a deterministic order. The list is shared
+        (cached until a component is added or removed anywhere): read it, don't change it."""
         self._use()
         if len(component_types) == 1:
             return esper.get_component(component_types[0])
-        return [(e, *comps) for e, comps in esper.get_components(*component_types)]
+        found = esper.get_components(*component_types)       # esper's cached list while nothing changed
+        flat = self._flat_queries.get(component_types)
+        if flat is None or flat[0] is not found:             # flatten once per change, not per call
+            flat = self._flat_queries[component_types] = (found, [(e, *comps) for e, comps in found])
+        return flat[1]
 
     def entities(self) -> list[int]:
         """Return every entity id in this App's world."""

@@ -325,3 +325,13 @@ def test_run_without_headless_and_no_window_plugin_stays_headless(new_app, capsy
     captured = capsys.readouterr()
     assert "running headless" in captured.err
     assert "frames" in captured.out and app.clock.step_index == 2
+
+
+def test_a_query_of_several_types_is_flattened_once_per_change(new_app):
+    app = new_app()
+    a = app.spawn(Transform(), Gravity())
+    first = app.query(Transform, Gravity)
+    assert app.query(Transform, Gravity) is first and first[0][0] == a        # no new list per call
+    b = app.spawn(Transform(), Gravity())
+    second = app.query(Transform, Gravity)
+    assert second is not first and [row[0] for row in second] == [a, b]      # a change rebuilds it
