@@ -203,8 +203,9 @@ class Collider:
         self.active = bool(self.active)
 
 
-def rotation_to_quaternion(r: np.ndarray) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) of a rotation matrix (3, 3) (Shepperd's method, stable for any angle)."""
+def rotation_to_quaternion(r: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (3, 3) (Shepperd's method, stable for any angle),
+    written into ``out`` (4,) when given (no allocation) and returned."""
     tr = r[0, 0] + r[1, 1] + r[2, 2]
     if tr > 0.0:
         s = math.sqrt(tr + 1.0) * 2.0
@@ -218,8 +219,12 @@ def rotation_to_quaternion(r: np.ndarray) -> np.ndarray:
     else:
         s = math.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1]) * 2.0
         q = ((r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s)
-    out = np.array(q)
-    return out / np.linalg.norm(out)
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    if out is None:
+        out = np.empty(4)
+    for k in range(4):
+        out[k] = q[k] / norm
+    return out
 
 
 class ColliderSet:
@@ -250,7 +255,6 @@ class ColliderSet:
         self.mesh_arrays: tuple[np.ndarray, ...] | None = None
         self.impulse = np.zeros((0, 3))
         self.impulse_point = np.zeros((0, 4))
-        self.last_pose: dict[int, np.ndarray] = {}
         self.touching: set[int] = set()
 
     @property

@@ -23,9 +23,10 @@ What is captured (everything the next step reads):
   RigidBody2D's pymunk Body and pending impulses; game components such as a Hero) — plus esper's
   next entity id, so entities spawned after a load get the ids they would have had;
 - every resource that pickles as plain Loom / numpy / pymunk data: Gravity, ColliderSet (with
-  ``last_pose``, the previous pose of moving colliders), the guard's StepSnapshot, the implicit
-  workspaces (adaptive step level, wait counters, contact sets), mass-spring and Verlet scratch,
-  wind and self-collision scratch, Space2D (the pymunk Space with its bodies and shapes);
+  ``pose1``, the last step's end poses, where moving colliders start the next step), the guard's
+  StepSnapshot, the implicit workspaces (adaptive step level, wait counters, contact sets),
+  mass-spring and Verlet scratch, wind and self-collision scratch, Space2D (the pymunk Space with
+  its bodies and shapes);
 - the clock: dt, substeps, max_steps, accumulator, step_index, substep_index, dropped.
 
 Everything goes through one pickle, so objects shared between components and resources (a

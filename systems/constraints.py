@@ -98,8 +98,12 @@ class ConstraintBatch:
         """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
         key = (revisions(clothes), tuple(c.material.bend_model for c in clothes))
         self.lists = self.batch.update(key, lambda: [row[:7] + row[8:] for row in map(_solve_arrays, clothes)])
-        self.iterations = np.array([c.iterations for c in clothes], np.int64)
-        self.bend_compliance = np.array([c.material.bend_angle_compliance for c in clothes], np.float64)
+        if self.iterations.shape[0] != len(clothes):
+            self.iterations = np.zeros(len(clothes), np.int64)
+            self.bend_compliance = np.zeros(len(clothes))
+        for k, c in enumerate(clothes):                  # re-read every step: the game may change them
+            self.iterations[k] = c.iterations
+            self.bend_compliance[k] = c.material.bend_angle_compliance
 
     def arrays(self) -> tuple:
         """Arguments of ``_solve_batch_*`` after inv_h2."""
@@ -109,15 +113,18 @@ class ConstraintBatch:
 def refresh_tethers(app: App, dt: float) -> None:
     """Rebuild a cloth's tethers when its set of anchors (particles of inverse mass 0) has changed."""
     clothes = [cloth for _, cloth in app.query(Cloth) if cloth.tethers and cloth.model == "xpbd"]
-    changed = np.ones(len(clothes), np.bool_)
     if len(clothes) >= BATCH_MIN_CLOTHS:                  # one call compares every cloth's anchors
         batch = app.init_resource(AnchorBatch)
+        if batch.changed.shape[0] != len(clothes):
+            batch.changed = np.zeros(len(clothes), np.bool_)
         _anchors_changed_batch(*batch.update(revisions(clothes),
-                                             lambda: [(c.inv_mass, c.tether_anchor_mask) for c in clothes]), changed)
-    for cloth in [c for c, maybe in zip(clothes, changed) if maybe]:
+                                             lambda: [(c.inv_mass, c.tether_anchor_mask) for c in clothes]),
+                               batch.changed)
+        changed = [c for c, maybe in zip(clothes, batch.changed) if maybe]
+    else:
+        changed = [c for c in clothes if _anchors_changed(c.inv_mass, c.tether_anchor_mask)]
+    for cloth in changed:
         anchors = cloth.inv_mass == 0.0
-        if np.array_equal(anchors, cloth.tether_anchor_mask):
-            continue
         cloth.tether_anchor_mask = anchors
         offsets, anchor, length = _build_tethers(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32),
                                                  cloth.inv_mass, cloth.tether_count)
@@ -126,6 +133,10 @@ def refresh_tethers(app: App, dt: float) -> None:
 
 class AnchorBatch(Batch):
     """Resource: every tethered cloth's inverse masses and anchor mask, compared in one call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = np.zeros(0, np.bool_)
 
 
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
@@ -369,15 +380,19 @@ def _solve_batch_parallel(inv_h2, iterations, bend_compliance, link_i, link_j, l
 
 
 @numba.njit(cache=True)
+def _anchors_changed(inv_mass, mask):
+    """Whether the particles of inverse mass 0 differ from ``mask`` (n,) bool (the tethers' anchors)."""
+    for p in range(mask.shape[0]):
+        if (inv_mass[p] == 0.0) != mask[p]:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
 def _anchors_changed_batch(inv_mass, mask, changed):
-    """changed[c] = whether cloth c's particles of inverse mass 0 differ from its anchor mask."""
+    """changed[c] = ``_anchors_changed`` of cloth c of a batch (typed lists)."""
     for c in range(len(mask)):
-        w, m = inv_mass[c], mask[c]
-        changed[c] = False
-        for p in range(m.shape[0]):
-            if (w[p] == 0.0) != m[p]:
-                changed[c] = True
-                break
+        changed[c] = _anchors_changed(inv_mass[c], mask[c])
 
 
 @numba.njit(cache=True)

@@ -46,14 +46,17 @@ def gather_colliders(app: App, dt: float) -> None:
     _report_new_contacts(app, packed)
     rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
     k = len(rows)
-    entities = np.zeros(k, np.int64)
-    kind = np.zeros(k, np.int32)
-    params = np.zeros((k, 4))
-    margin = np.zeros(k)
-    friction = np.zeros(k)
-    pose0 = np.zeros((k, 7))
-    pose1 = np.zeros((k, 7))
-    mesh = np.full(k, -1, np.int32)
+    same = k == packed.count and all(packed.entities[r] == e for r, (e, _, _) in enumerate(rows))
+    if same:          # the colliders of the last step: reuse its arrays, its end poses start this step
+        entities, kind, params, margin, friction = packed.entities, packed.kind, packed.params, packed.margin, \
+            packed.friction
+        pose0, pose1, mesh = packed.pose1, packed.pose0, packed.mesh
+        previous = None
+    else:             # colliders came or went: new arrays; each one's last end pose by entity
+        previous = {int(e): packed.pose1[r] for r, e in enumerate(packed.entities)}
+        entities, kind, params = np.zeros(k, np.int64), np.zeros(k, np.int32), np.zeros((k, 4))
+        margin, friction, pose0, pose1 = np.zeros(k), np.zeros(k), np.zeros((k, 7)), np.zeros((k, 7))
+        mesh = np.full(k, -1, np.int32)
     polygons: list[np.ndarray] = []
     meshes: list[TriangleMesh] = []
     poly_rows = 0
@@ -62,13 +65,15 @@ def gather_colliders(app: App, dt: float) -> None:
         entities[r] = entity
         margin[r] = collider.thickness
         friction[r] = collider.friction
-        q = rotation_to_quaternion(transform.rotation)
-        pose1[r, :4] = q
+        rotation_to_quaternion(transform.rotation, pose1[r, :4])
         pose1[r, 4:] = transform.position
-        before = packed.last_pose.get(entity)
-        pose0[r] = pose1[r] if before is None else before
+        if previous is not None:
+            before = previous.get(entity)
+            pose0[r] = pose1[r] if before is None else before
         if pose0[r, :4] @ pose1[r, :4] < 0.0:                     # shortest arc for the nlerp
-            pose1[r, :4] = -pose1[r, :4]
+            pose1[r, :4] *= -1.0
+        mesh[r] = -1
+        params[r] = 0.0
         if isinstance(shape, Plane):
             kind[r], params[r, :3] = PLANE, shape.normal
         elif isinstance(shape, Sphere):
@@ -87,16 +92,20 @@ def gather_colliders(app: App, dt: float) -> None:
         else:
             kind[r], mesh[r] = MESH, len(meshes)
             meshes.append(shape)
-    packed.last_pose = {int(e): pose1[r].copy() for r, e in enumerate(entities)}
     packed.entities, packed.kind, packed.params, packed.margin, packed.friction = entities, kind, params, margin, \
         friction
     packed.pose0, packed.pose1, packed.mesh = pose0, pose1, mesh
-    packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
+    if polygons or packed.polygons.shape[0]:
+        packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
     if packed.mesh_arrays is None or [id(m) for m in meshes] != [id(m) for m in packed.meshes]:
         packed.meshes = meshes                                    # static meshes: packed once
         packed.mesh_arrays = _pack_meshes(meshes)
-    packed.impulse = np.zeros((k, 3))
-    packed.impulse_point = np.zeros((k, 4))
+    if same:
+        packed.impulse.fill(0.0)
+        packed.impulse_point.fill(0.0)
+    else:
+        packed.impulse = np.zeros((k, 3))
+        packed.impulse_point = np.zeros((k, 4))
 
 
 def _report_new_contacts(app: App, packed: ColliderSet) -> None:

@@ -110,6 +110,8 @@ class StepSnapshot:
         self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.batch = Batch()
         self.check = Batch()
+        self.found = np.zeros((2, 0), np.int64)        # batched check: first bad particle, link per cloth
+        self.stretch = np.zeros(0)                      # batched check: stretch bound per cloth
 
 
 def save_state(app: App, dt: float) -> None:
@@ -150,11 +152,14 @@ def reject_non_finite(app: App, dt: float) -> None:
         return [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
 
     if batchable([c for _, c in rows]):                  # one call checks every cloth
-        bad_particle = np.full(len(rows), -1, np.int64)
-        bad_link = np.full(len(rows), -1, np.int64)
+        if snapshot.found.shape[1] != len(rows):
+            snapshot.found = np.zeros((2, len(rows)), np.int64)
+            snapshot.stretch = np.zeros(len(rows))
+        bad_particle, bad_link = snapshot.found
+        snapshot.stretch[:] = stretch
         check = _first_bad_batch if numba.get_num_threads() > 1 else _first_bad_batch_serial
         check(*snapshot.check.update(revisions(c for _, c in rows), arrays), MAX_POSITION, MAX_SPEED,
-                         np.array(stretch), bad_particle, bad_link)
+              snapshot.stretch, bad_particle, bad_link)
     else:
         found = [_first_bad(*row, MAX_POSITION, MAX_SPEED, limit) for row, limit in zip(arrays(), stretch)]
         bad_particle = [bad for bad, _ in found]

@@ -31,7 +31,10 @@ class IntegrationBatch:
         """Point the batch at ``clothes`` and re-read their damping as this step's decay per substep of h [s]."""
         self.lists = self.batch.update(revisions(clothes), lambda: [(c.inv_mass, c.force, c.x, c.v, c.x_prev)
                                                                      for c in clothes])
-        self.decay = np.array([math.exp(-c.material.damping * h) for c in clothes])   # as update_velocities
+        if self.decay.shape[0] != len(clothes):
+            self.decay = np.zeros(len(clothes))
+        for k, c in enumerate(clothes):                  # math.exp, as update_velocities does per cloth
+            self.decay[k] = math.exp(-c.material.damping * h)
 
 
 def _xpbd_cloths(app: App) -> list[Cloth]:

@@ -26,9 +26,12 @@ def prepare_pins(app: App, dt: float) -> None:
         if not pin.bound:
             _bind(app, cloth, pin)
     fixed = [r for r in rows if _batchable(r[2])] if len(rows) >= BATCH_MIN_CLOTHS else []
-    done = np.zeros(len(fixed), np.bool_)
+    done = _NONE_DONE
     if batchable([cloth for _, cloth, _ in fixed]):
         batch = app.init_resource(PinTargetBatch)
+        if batch.done.shape[0] != len(fixed):
+            batch.done = np.zeros(len(fixed), np.bool_)
+        done = batch.done
         key = revisions(c for _, cloth, pin in fixed for c in (cloth, pin))
         _prepare_fixed_batch(*batch.update(key, lambda: [(pin.index, pin.active, pin.active_before, pin.target,
                                                           cloth.base_inv_mass, pin.step_start, pin.step_end,
@@ -50,7 +53,7 @@ def _batchable(pin: Pin) -> bool:
 
 def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
     """``prepare_pins`` for one pin: events for changed flags, this step's start and end, inverse masses."""
-    if not np.array_equal(pin.active, pin.active_before):
+    if _flags_changed(pin.active, pin.active_before):
         changed = pin.active != pin.active_before
         released = pin.index[changed & ~pin.active]
         grabbed = pin.index[changed & pin.active]
@@ -59,13 +62,16 @@ def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
             app.emit("pin_released", entity=entity, particles=released.tolist(), step=app.clock.step_index)
         if grabbed.size:
             app.emit("pin_grabbed", entity=entity, particles=grabbed.tolist(), step=app.clock.step_index)
-    idx = pin.index
-    pin.step_start[:] = cloth.x[idx]
     if pin.attach_to is None:
         pin.step_end[:] = pin.target
     else:
-        pin.step_end[:] = _carrier(app, pin).to_world(pin.offset)
-    cloth.inv_mass[idx] = np.where(pin.active, 0.0, cloth.base_inv_mass[idx])
+        carrier = _carrier(app, pin)
+        offset = pin.offset
+        if isinstance(offset, np.ndarray) and offset.dtype == np.float64 and offset.shape == pin.step_end.shape:
+            _carry(carrier.rotation, carrier.position, offset, pin.step_end)
+        else:                                           # a game assigned some other array-like
+            pin.step_end[:] = carrier.to_world(offset)
+    _hold(pin.index, pin.active, cloth.x, cloth.base_inv_mass, pin.step_start, cloth.inv_mass)
 
 
 def pin_particles(app: App, h: float) -> None:
@@ -87,6 +93,15 @@ def pin_particles(app: App, h: float) -> None:
 
 class PinTargetBatch(Batch):
     """Resource: the pins with fixed targets as one batch, for ``prepare_pins``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.done = np.zeros(0, np.bool_)
+
+
+_NONE_DONE = np.zeros(0, np.bool_)
+"""``done`` of a step with no batched pin (read-only)."""
+_NONE_DONE.flags.writeable = False
 
 
 class PinBatch:
@@ -136,6 +151,35 @@ def _move_pins(index, active, start, end, alpha, x):
             p = index[k]
             for c in range(3):
                 x[p, c] = (1.0 - alpha) * start[k, c] + alpha * end[k, c]
+
+
+@numba.njit(cache=True)
+def _flags_changed(active, before):
+    """Whether any pin's ``active`` flag differs from last step's (without a temporary array)."""
+    for k in range(active.shape[0]):
+        if active[k] != before[k]:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _hold(index, active, x, base_inv_mass, start, inv_mass):
+    """start[k] = x[index[k]] (where the pinned particles are at the step's start); inverse mass 0
+    for active pins, the particle's own for released ones."""
+    for k in range(index.shape[0]):
+        p = index[k]
+        for c in range(3):
+            start[k, c] = x[p, c]
+        inv_mass[p] = 0.0 if active[k] else base_inv_mass[p]
+
+
+@numba.njit(cache=True)
+def _carry(rotation, position, offset, out):
+    """out[k] = rotation · offset[k] + position: pins carried by a Transform, in world space [m]."""
+    for k in range(offset.shape[0]):
+        for i in range(3):
+            out[k, i] = (rotation[i, 0] * offset[k, 0] + rotation[i, 1] * offset[k, 1] + rotation[i, 2] * offset[k, 2]
+                         + position[i])
 
 
 @numba.njit(cache=True)

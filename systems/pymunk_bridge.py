@@ -51,8 +51,10 @@ def sync_bodies(app: App, dt: float) -> None:
             centre, angle = _shape_pose(rigid, shape)
             transform.position[:] = (centre[0], centre[1], rigid.z)
             c, s = math.cos(angle), math.sin(angle)
-            turn = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-            transform.rotation[:] = turn @ _Z_UP if isinstance(shape, pymunk.Circle) else turn
+            if isinstance(shape, pymunk.Circle):                # turn · _Z_UP: the capsule axis along z
+                transform.rotation[:] = ((c, 0.0, s), (s, 0.0, -c), (0.0, 1.0, 0.0))
+            else:
+                transform.rotation[:] = ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
 
 
 def collect_impulses(app: App, dt: float) -> None:

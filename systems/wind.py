@@ -74,6 +74,7 @@ class WindScratch:
     def __init__(self) -> None:
         self.by_entity: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.batch = Batch()
+        self.packed: tuple[np.ndarray, ...] | None = None
 
     def get(self, entity: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return (force (n, 3) [N], rate (n,) [kg/s], rows (6, n): positions and air [m, m/s]) scratch
@@ -93,7 +94,7 @@ def apply_wind(app: App, dt: float) -> None:
         return
     scratch = app.resources.get(WindScratch) or app.insert_resource(WindScratch())
     t = app.clock.time
-    base, amp, modes, cones = _pack(winds, blowers, t)
+    base, amp, modes, cones = scratch.packed = _pack(winds, blowers, t, scratch.packed)
     first = winds[0] if winds else _COEFFICIENTS
     clothes = [(entity, cloth) for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
 
@@ -126,9 +127,11 @@ def air_velocity(winds: Iterable[Wind], blowers: Iterable[Blower], points: np.nd
 def gust_factor(wind: Wind, time: float) -> float:
     """The factor 1 + gust·s(t) [-] scaling ``wind.velocity`` at simulated ``time`` [s], in [1 − gust, 1 + gust]."""
     gusts, _ = _noise_tables(wind.seed)
-    omega = gusts[:, 0] / wind.gust_period
-    s = float(np.sum(gusts[:, 2] * np.sin(omega * time + gusts[:, 1])) / np.sum(gusts[:, 2]))
-    return 1.0 + wind.gust * s
+    total = weights = 0.0
+    for omega_period, phase, weight in gusts.tolist():          # a handful of sines: scalar math, no arrays
+        total += weight * math.sin(omega_period / wind.gust_period * time + phase)
+        weights += weight
+    return 1.0 + wind.gust * total / weights
 
 
 # --- packing: Python, once per step, a handful of entities ----------------------------------------
@@ -156,30 +159,31 @@ def _noise_tables(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return gusts, waves
 
 
-def _pack(winds: list[Wind], blowers: list[Blower], time: float
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _pack(winds: list[Wind], blowers: list[Blower], time: float,
+          out: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Kernel inputs: base velocities (w, 3) [m/s] with this instant's gust factor, turbulence
     amplitudes (w,) [m/s], turbulence waves (w, K, 9) with ω divided by the period [rad/s] and the
     amplitudes normalised to sum 1, and blower cones (b, 9): origin (3), direction (3), speed, radius,
-    tan(spread)."""
-    w = len(winds)
-    base = np.zeros((w, 3))
-    amp = np.zeros(w)
-    modes = np.zeros((w, TURBULENCE_MODES, 9))
+    tan(spread). Written into ``out`` (the four arrays of a previous call) when their sizes fit."""
+    w, b = len(winds), len(blowers)
+    if out is None or out[0].shape[0] != w or out[3].shape[0] != b:
+        out = (np.zeros((w, 3)), np.zeros(w), np.zeros((w, TURBULENCE_MODES, 9)), np.zeros((b, 9)))
+    base, amp, modes, cones = out
     for k, wind in enumerate(winds):
         _, waves = _noise_tables(wind.seed)
-        base[k] = wind.velocity * gust_factor(wind, time)
-        amp[k] = wind.turbulence * float(np.linalg.norm(wind.velocity))
+        gust = gust_factor(wind, time)
+        vx, vy, vz = wind.velocity
+        base[k, 0], base[k, 1], base[k, 2] = vx * gust, vy * gust, vz * gust
+        amp[k] = wind.turbulence * math.sqrt(vx * vx + vy * vy + vz * vz)
         modes[k] = waves
         modes[k, :, 3] /= wind.gust_period
         modes[k, :, 8] /= waves[:, 8].sum()
-    cones = np.zeros((len(blowers), 9))
-    for k, b in enumerate(blowers):
-        cones[k, 0:3] = b.origin
-        cones[k, 3:6] = b.direction
-        cones[k, 6] = b.speed
-        cones[k, 7] = b.radius
-        cones[k, 8] = math.tan(b.spread)
+    for k, blower in enumerate(blowers):
+        cones[k, 0:3] = blower.origin
+        cones[k, 3:6] = blower.direction
+        cones[k, 6] = blower.speed
+        cones[k, 7] = blower.radius
+        cones[k, 8] = math.tan(blower.spread)
     return base, amp, modes, cones
 
 

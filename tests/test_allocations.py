@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = r'''
@@ -53,3 +56,29 @@ def test_substep_kernels_allocate_nothing_but_their_argument_wrappers():
     assert out.returncode == 0, out.stderr[-3000:]
     extra = {line.split()[0]: int(line.split()[1]) for line in out.stdout.splitlines()}
     assert extra == {name: 0 for name in extra}, extra
+
+
+NUMPY_CONSTRUCTORS = ("zeros", "empty", "ones", "full", "array", "asarray", "ascontiguousarray", "zeros_like",
+                      "empty_like", "full_like", "concatenate", "stack", "where", "copy", "exp", "cumsum")
+
+
+@pytest.mark.parametrize("scene", ["cape", "flags100"])
+def test_a_steady_frame_allocates_no_numpy_array(scene, monkeypatch):
+    """After the first frames (scratch sized, batches built), stepping calls no numpy constructor: the
+    cape (pymunk bodies, carried pins, wind zones, colliders) and 100 flags (every batch, gusty wind)."""
+    from benchmarks.scenes import _scene
+    from engine import App
+    from systems import DefaultPlugins
+
+    substeps, build = _scene(scene)
+    app = App(dt=1 / 60, substeps=substeps, threads=1).add_plugin(DefaultPlugins)
+    build(app)
+    app.step(3)
+    calls = []
+    for name in NUMPY_CONSTRUCTORS:
+        original = getattr(np, name)
+        monkeypatch.setattr(np, name, lambda *a, _name=name, _f=original, **k: calls.append(_name) or _f(*a, **k))
+    app.step(3)
+    monkeypatch.undo()
+    app.close()
+    assert calls == []
