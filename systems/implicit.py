@@ -138,7 +138,7 @@ class ImplicitWorkspaces:
 # --- system -----------------------------------------------------------------------------------------
 def step_implicit(app: App, dt: float) -> None:
     """Advance every implicit cloth over the fixed step dt [s] (backward Euler, §3–7)."""
-    spaces = app.resources.get(ImplicitWorkspaces) or app.insert_resource(ImplicitWorkspaces())
+    spaces = app.init_resource(ImplicitWorkspaces)
     packed = app.resources.get(ColliderSet)
     colliders, pushed, pushed_point = _collider_table(packed)
     gravity = app.resource(Gravity).acceleration

@@ -57,7 +57,7 @@ def predict_positions(app: App, h: float) -> None:
     clothes = _xpbd_cloths(app)
     batch = _batch(app, clothes)
     if batch is not None:
-        (_predict_batch if numba.get_num_threads() > 1 else _predict_batch_serial)(*batch.lists, g[0], g[1], g[2], h)
+        _predict_batch(*batch.lists, g[0], g[1], g[2], h)
         return
     for cloth in clothes:
         _predict(cloth.inv_mass, cloth.force, g[0], g[1], g[2], h, cloth.x, cloth.v, cloth.x_prev)
@@ -68,8 +68,7 @@ def update_velocities(app: App, h: float) -> None:
     clothes = _xpbd_cloths(app)
     batch = app.resources.get(IntegrationBatch) if batchable(clothes) else None
     if batch is not None and len(batch.decay) == len(clothes):       # set up by this step's predict
-        update = _update_batch if numba.get_num_threads() > 1 else _update_batch_serial
-        update(*batch.lists, 1.0 / h, batch.decay)
+        _update_batch(*batch.lists, 1.0 / h, batch.decay)
         return
     for cloth in clothes:
         _update(cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v)
@@ -123,28 +122,12 @@ def _zero_batch(arrays):
         arrays[c][:] = 0.0
 
 
-@numba.njit(cache=True)
-def _predict_batch_serial(inv_mass, force, x, v, x_prev, gx, gy, gz, h):
-    """``_predict_batch`` on one thread (no parallel launch: about 10 µs less a call); same result."""
-    for k in range(len(x)):
-        c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
-        _predict(inv_mass[c], force[c], gx, gy, gz, h, x[c], v[c], x_prev[c])
-
-
 @numba.njit(cache=True, parallel=True)
 def _predict_batch(inv_mass, force, x, v, x_prev, gx, gy, gz, h):
     """``_predict`` for every cloth of a batch (typed lists, one entry per cloth), a cloth per thread."""
     for k in prange(len(x)):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
         _predict(inv_mass[c], force[c], gx, gy, gz, h, x[c], v[c], x_prev[c])
-
-
-@numba.njit(cache=True)
-def _update_batch_serial(inv_mass, force, x, v, x_prev, inv_h, decay):
-    """``_update_batch`` on one thread (no parallel launch: about 10 µs less a call); same result."""
-    for k in range(len(x)):
-        c = np.int64(k)
-        _update(x[c], x_prev[c], inv_h, decay[c], v[c])
 
 
 @numba.njit(cache=True, parallel=True)

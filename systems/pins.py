@@ -25,7 +25,7 @@ def prepare_pins(app: App, dt: float) -> None:
     for _, cloth, pin in rows:
         if not pin.bound:
             _bind(app, cloth, pin)
-    fixed = [r for r in rows if _batchable(r[2])] if len(rows) >= BATCH_MIN_CLOTHS else []
+    fixed = [r for r in rows if _fixed_target(r[2])] if len(rows) >= BATCH_MIN_CLOTHS else []
     done = _NONE_DONE
     if batchable([cloth for _, cloth, _ in fixed]):
         batch = app.init_resource(PinTargetBatch)
@@ -43,7 +43,7 @@ def prepare_pins(app: App, dt: float) -> None:
             _prepare_one(app, entity, cloth, pin)
 
 
-def _batchable(pin: Pin) -> bool:
+def _fixed_target(pin: Pin) -> bool:
     """A pin the batch kernel can prepare: a fixed target held as a (k, 3) float array (a game may
     assign any array-like to ``target`` to drag the pins; those go through numpy)."""
     target = pin.target
@@ -187,22 +187,10 @@ def _prepare_fixed_batch(index, active, active_before, target, base_inv_mass, st
     """``prepare_pins`` for every fixed-target pin of a batch whose ``active`` flags did not change
     (done[k] = True); a pin whose flags changed is left to Python (it emits events)."""
     for k in range(len(index)):
-        idx, on, before = index[k], active[k], active_before[k]
-        same = True
-        for i in range(idx.shape[0]):
-            if on[i] != before[i]:
-                same = False
-                break
-        done[k] = same
-        if not same:
-            continue
-        s, e, w, w0, xk, tk = start[k], end[k], inv_mass[k], base_inv_mass[k], x[k], target[k]
-        for i in range(idx.shape[0]):
-            p = idx[i]
-            for c in range(3):
-                s[i, c] = xk[p, c]
-                e[i, c] = tk[i, c]
-            w[p] = 0.0 if on[i] else w0[p]
+        done[k] = not _flags_changed(active[k], active_before[k])
+        if done[k]:
+            end[k][:] = target[k]
+            _hold(index[k], active[k], x[k], base_inv_mass[k], start[k], inv_mass[k])
 
 
 @numba.njit(cache=True)

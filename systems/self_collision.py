@@ -370,14 +370,12 @@ def _contacts_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, frac
                 thickest, x, cell_of, bucket, lane_list, lane_count, size)
     for lane in range(lane_count.shape[1]):
         _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
-    full = False
     for chunk in range(chunks):
-        end = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth, inv_mass,
-                             thickness, thickest, friction, table, entries, keys, xs, cell_of, pair, push, slip,
-                             first_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
-        full |= end < 0
-        last_slot[chunk] = max(end, first_slot[chunk])
-    return not full
+        last_slot[chunk] = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth,
+                                          inv_mass, thickness, thickest, friction, table, entries, keys, xs, cell_of,
+                                          pair, push, slip, first_slot[chunk],
+                                          first_slot[chunk] + pair.shape[0] // chunks)
+    return _slots_fit(first_slot, last_slot)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -394,16 +392,23 @@ def _contacts_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fr
     for lane in prange(lane_count.shape[1]):
         _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
     for chunk in prange(chunks):
-        end = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth, inv_mass,
-                             thickness, thickest, friction, table, entries, keys, xs, cell_of, pair, push, slip,
-                             first_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
-        last_slot[chunk] = end
-    full = False
-    for chunk in range(chunks):
+        last_slot[chunk] = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth,
+                                          inv_mass, thickness, thickest, friction, table, entries, keys, xs, cell_of,
+                                          pair, push, slip, first_slot[chunk],
+                                          first_slot[chunk] + pair.shape[0] // chunks)
+    return _slots_fit(first_slot, last_slot)
+
+
+@numba.njit(cache=True)
+def _slots_fit(first_slot, last_slot):
+    """False if some chunk ran out of contact slots (``_find_contacts`` returned −1: its slots are
+    then emptied, and the caller grows them and runs the pass again); True if every chunk's fit."""
+    fit = True
+    for chunk in range(first_slot.shape[0]):
         if last_slot[chunk] < 0:
-            full = True
+            fit = False
             last_slot[chunk] = first_slot[chunk]
-    return not full
+    return fit
 
 
 @numba.njit(cache=True)
