@@ -38,24 +38,34 @@ from components import Cloth
 from engine import App
 
 PARALLEL_MIN_PARTICLES = 4_000
-"""Particle count from which the separation pass runs on all threads (below, thread start-up costs more)."""
+"""Particle count from which the pass runs on all threads (below, thread start-up costs more)."""
 CHUNKS = 64
-"""Fixed particle ranges of the parallel pass."""
+"""Fixed particle ranges of the pass (the same on any thread count: the same result)."""
 LANES = 2
 """Ranges of hash buckets sorted side by side, on all threads (a fixed number: same table for any thread count)."""
-BUCKETS_PER_PARTICLE = 16
+BUCKETS_PER_PARTICLE = 4
 """Hash table size per particle (rounded up to a power of two): few other cells share a bucket."""
 CONTACTS_PER_PARTICLE = 4
 """Contact slots per particle to start with (a heap of cloth has about one; a chunk that runs out
 doubles them all and the pass runs again)."""
+PAIRS_PER_PARTICLE = 16
+"""Pair-list slots per particle to start with (a flat sheet lists about 7 at the default skin;
+grown the same way)."""
 CLAMP = 0.3
 """Largest substep displacement of a self-colliding particle, as a fraction of its thickness
 (7 m/s for 25 mm cloth at 16 substeps of 1/60 s). A 48×48 heap had up to 6 close pairs while
 falling with 0.5, 2 with 0.3."""
+SKIN = 1.0
+"""Margin of the pair list, as a fraction of the thickest cloth's thickness: pairs closer than
+thickness + skin when the list is built are listed."""
+REBUILD_FRACTION = 0.2
+"""The list is rebuilt when more than this fraction of the particles escaped (moved more than half
+the skin since the build): each escapee costs a search of its own, and a rebuild about five."""
 
 
 class SelfCollisionBuffers:
-    """Scratch of the self-collision system (resource): the packed particles of every colliding cloth."""
+    """Scratch of the self-collision system (resource): the packed particles of every colliding
+    cloth, the hash and pair list of the last build, the contacts of the last pass."""
 
     def __init__(self) -> None:
         self.key: tuple[tuple[int, int], ...] = ()
@@ -63,15 +73,29 @@ class SelfCollisionBuffers:
         self.inv_mass = self.thickness = self.friction = np.zeros(0)
         self.cloth = np.zeros(0, np.int32)
         self.thickest = 0.0
-        self.table = np.zeros(1, np.int32)
+        self.stale = True
+        """The list must be rebuilt at the next pass (a new set of cloths, or a pass that ran out of list slots)."""
+        self.builds = np.zeros(1, np.int64)
+        """Rebuilds of the pair list so far."""
+        self.built = np.zeros((0, 3))
+        self.box = np.zeros((CHUNKS, 6))
+        self.drift = np.zeros((2, 3))
+        """The common drift escapees are measured against, and the last pass's measured drift."""
+        self.moved = np.zeros(0, np.bool_)
+        self.escapees = np.zeros(0, np.int32)
+        self.escapee_count = np.zeros(CHUNKS, np.int64)
+        self.table = self.escapee_table = np.zeros(1, np.int32)
         self.bucket = np.zeros(0, np.int64)
         self.lane_list = np.zeros((LANES, 0), np.int32)
         self.lane_count = np.zeros((CHUNKS, LANES), np.int64)
-        self.entries = np.zeros(0, np.int32)
-        self.keys = np.zeros(0, np.int64)
-        self.xs = np.zeros((0, 3))
+        self.entries = self.escapee_entries = np.zeros(0, np.int32)
+        self.keys = self.escapee_keys = np.zeros(0, np.int64)
+        self.xs = self.escapee_xs = np.zeros((0, 3))
         self.cell_of = np.zeros((0, 3), np.int64)
         self.offsets = np.zeros(1, np.int64)
+        self.pairs = np.zeros((0, 2), np.int32)
+        self.gap2 = np.zeros(0)
+        self.first_pair = self.last_pair = np.zeros(CHUNKS, np.int64)
         self.pair = np.zeros((0, 2), np.int32)
         self.push = self.slip = np.zeros((0, 3))
         self.first_slot = self.last_slot = np.zeros(CHUNKS, np.int64)
@@ -95,15 +119,23 @@ def collide_self(app: App, h: float) -> None:
             x[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x
             x_prev[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x_prev
             inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]] = c.inv_mass
-    parallel = numba.get_num_threads() > 1 and x.shape[0] >= PARALLEL_MIN_PARTICLES
-    find = _contacts_parallel if parallel else _contacts_serial
-    while not find(x, x_prev, buffers.rest, buffers.cloth, inv_mass, buffers.thickness, buffers.thickest, CLAMP,
-                   buffers.friction, buffers.bucket, buffers.lane_list, buffers.lane_count, buffers.table,
-                   buffers.entries, buffers.keys, buffers.xs, buffers.cell_of, buffers.pair, buffers.push,
-                   buffers.slip, buffers.first_slot, buffers.last_slot):
-        _allocate_contacts(buffers, 2 * buffers.pair.shape[0] // max(1, x.shape[0]))   # a chunk ran out
-    _apply_contacts(inv_mass, buffers.pair, buffers.push, buffers.slip, buffers.first_slot, buffers.last_slot,
-                    buffers.count, x)
+    run = _pass_parallel if numba.get_num_threads() > 1 and x.shape[0] >= PARALLEL_MIN_PARTICLES else _pass_serial
+    b = buffers
+    while True:
+        status = run(x, x_prev, b.rest, b.cloth, inv_mass, b.thickness, b.thickest, CLAMP, SKIN * b.thickest,
+                     b.friction, REBUILD_FRACTION * x.shape[0], b.stale, b.built, b.box, b.drift, b.moved, b.escapees,
+                     b.escapee_count, b.builds, b.bucket, b.lane_list, b.lane_count, b.table, b.entries, b.keys, b.xs,
+                     b.cell_of, b.pairs, b.gap2, b.first_pair, b.last_pair, b.escapee_table, b.escapee_entries,
+                     b.escapee_keys, b.escapee_xs, b.pair, b.push, b.slip, b.first_slot, b.last_slot)
+        if status == 0:
+            break
+        if status == 1:                                # the pair list ran out: grow it, build again
+            _allocate_pairs(b, 2 * b.pairs.shape[0] // max(1, x.shape[0]))
+            b.stale = True
+        else:                                          # a chunk's contact slots ran out
+            _allocate_contacts(b, 2 * b.pair.shape[0] // max(1, x.shape[0]))
+    b.stale = False
+    _apply_contacts(inv_mass, b.pair, b.push, b.slip, b.first_slot, b.last_slot, b.count, x)
     for k, c in enumerate(clothes):
         if len(clothes) > 1:
             c.x[:] = x[buffers.offsets[k]:buffers.offsets[k + 1]]
@@ -120,6 +152,7 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     """Size the packed arrays for this set of cloths (only when the set changes)."""
     n = sum(c.particle_count for c in clothes)
     buffers.key = tuple((id(c), c.particle_count) for c in clothes)
+    buffers.stale = True
     buffers.x = np.zeros((n, 3))
     buffers.x_prev = np.zeros((n, 3))
     buffers.inv_mass = np.zeros(n)
@@ -129,25 +162,45 @@ def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
     buffers.friction = np.concatenate([np.full(c.particle_count, min(c.material.friction, 1.0)) for c in clothes])
     buffers.thickest = float(buffers.thickness.max())
     buffers.offsets = np.cumsum([0] + [c.particle_count for c in clothes])
+    buffers.built = np.zeros((n, 3))
+    buffers.moved = np.zeros(n, np.bool_)
+    buffers.escapees = np.zeros(n, np.int32)
     buffers.table = np.zeros(_power_of_two(max(LANES, BUCKETS_PER_PARTICLE * n)) + 1, np.int32)
+    buffers.escapee_table = np.zeros_like(buffers.table)
     buffers.bucket = np.zeros(n, np.int64)
     buffers.lane_list = np.zeros((LANES, n), np.int32)
-    buffers.lane_count = np.zeros((CHUNKS, LANES), np.int64)
     buffers.entries = np.zeros(n, np.int32)
+    buffers.escapee_entries = np.zeros(n, np.int32)
     buffers.keys = np.zeros(n, np.int64)
+    buffers.escapee_keys = np.zeros(n, np.int64)
     buffers.xs = np.zeros((n, 3))
+    buffers.escapee_xs = np.zeros((n, 3))
     buffers.cell_of = np.zeros((n, 3), np.int64)
     buffers.count = np.zeros(n, np.int32)
+    _allocate_pairs(buffers, PAIRS_PER_PARTICLE)
     _allocate_contacts(buffers, CONTACTS_PER_PARTICLE)
+
+
+def _chunk_slots(n: int, per_particle: int) -> tuple[int, np.ndarray]:
+    """Slots per chunk for ``per_particle`` entries per particle on average, and each chunk's first slot."""
+    per_chunk = max(16, per_particle * n // CHUNKS + per_particle)
+    return per_chunk * CHUNKS, np.arange(CHUNKS, dtype=np.int64) * per_chunk
+
+
+def _allocate_pairs(buffers: SelfCollisionBuffers, per_particle: int) -> None:
+    """Pair-list slots for ``per_particle`` pairs per particle on average, split evenly over the chunks."""
+    slots, buffers.first_pair = _chunk_slots(buffers.x.shape[0], per_particle)
+    buffers.pairs = np.zeros((slots, 2), np.int32)
+    buffers.gap2 = np.zeros(slots)
+    buffers.last_pair = buffers.first_pair.copy()
 
 
 def _allocate_contacts(buffers: SelfCollisionBuffers, per_particle: int) -> None:
     """Contact slots for ``per_particle`` contacts per particle on average, split evenly over the chunks."""
-    per_chunk = max(16, per_particle * buffers.x.shape[0] // CHUNKS + per_particle)
-    buffers.pair = np.zeros((per_chunk * CHUNKS, 2), np.int32)
-    buffers.push = np.zeros((per_chunk * CHUNKS, 3))
-    buffers.slip = np.zeros((per_chunk * CHUNKS, 3))
-    buffers.first_slot = np.arange(CHUNKS, dtype=np.int64) * per_chunk
+    slots, buffers.first_slot = _chunk_slots(buffers.x.shape[0], per_particle)
+    buffers.pair = np.zeros((slots, 2), np.int32)
+    buffers.push = np.zeros((slots, 3))
+    buffers.slip = np.zeros((slots, 3))
     buffers.last_slot = buffers.first_slot.copy()
 
 
@@ -179,14 +232,17 @@ def _cell_key(ix, iy, iz):
 
 
 @numba.njit(cache=True)
-def _locate(chunk, lo, hi, x_prev, thickness, fraction, inv_mass, cell, x, cell_of, bucket, lane_list, lane_count,
-            size):
+def _clamp_and_flag(chunk, lo, hi, x, x_prev, inv_mass, thickness, fraction, built, drift, half_skin2, box, moved,
+                    escapees):
     """For particles lo … hi−1 (chunk ``chunk``): clamp the substep's motion to fraction × thickness
-    (anti-tunnelling; pinned and grabbed particles, of inverse mass 0, go where they are told), find
-    the grid cell and hash bucket, and list the particle under its lane (bucket range), in order."""
-    lanes = lane_count.shape[1]
-    for lane in range(lanes):
-        lane_count[chunk, lane] = 0
+    (anti-tunnelling; pinned and grabbed particles, of inverse mass 0, go where they are told);
+    flag those that moved more than half the skin from where they were built, besides the common
+    ``drift``, and list them from escapees[lo] (return how many); bound the motions since the
+    build in box[chunk] (low x, y, z, high x, y, z), for the next pass's drift."""
+    for c in range(3):
+        box[chunk, c] = np.inf
+        box[chunk, 3 + c] = -np.inf
+    count = 0
     for p in range(lo, hi):
         if inv_mass[p] != 0.0:
             dx = x[p, 0] - x_prev[p, 0]
@@ -199,7 +255,44 @@ def _locate(chunk, lo, hi, x_prev, thickness, fraction, inv_mass, cell, x, cell_
                 x[p, 0] = x_prev[p, 0] + dx * s
                 x[p, 1] = x_prev[p, 1] + dy * s
                 x[p, 2] = x_prev[p, 2] + dz * s
+        away = 0.0
         for c in range(3):
+            m = x[p, c] - built[p, c]
+            box[chunk, c] = min(box[chunk, c], m)
+            box[chunk, 3 + c] = max(box[chunk, 3 + c], m)
+            away += (m - drift[0, c]) ** 2
+        moved[p] = away > half_skin2
+        if away > half_skin2:
+            escapees[lo + count] = p
+            count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _next_drift(box, drift):
+    """Predict the next pass's common drift (drift[0]) from the middle of this pass's motion box
+    (a falling cloth's shared motion) and the last pass's: linear, exact for a steady fall. Any
+    vector is correct (escapees are found against the same one); a good guess makes fewer."""
+    for c in range(3):
+        low, high = np.inf, -np.inf
+        for chunk in range(box.shape[0]):
+            low = min(low, box[chunk, c])
+            high = max(high, box[chunk, 3 + c])
+        middle = 0.5 * (low + high) if low <= high else 0.0
+        drift[0, c] = 2.0 * middle - drift[1, c]
+        drift[1, c] = middle
+
+
+@numba.njit(cache=True)
+def _locate(chunk, lo, hi, x, cell, built, cell_of, bucket, lane_list, lane_count, size):
+    """For particles lo … hi−1 (chunk ``chunk``) at a rebuild: keep the position as built, find the
+    grid cell and hash bucket, and list the particle under its lane (bucket range), in order."""
+    lanes = lane_count.shape[1]
+    for lane in range(lanes):
+        lane_count[chunk, lane] = 0
+    for p in range(lo, hi):
+        for c in range(3):
+            built[p, c] = x[p, c]
             cell_of[p, c] = int(math.floor(x[p, c] / cell))
         b = _cell_hash(cell_of[p, 0], cell_of[p, 1], cell_of[p, 2], size)
         bucket[p] = b
@@ -212,7 +305,7 @@ def _locate(chunk, lo, hi, x_prev, thickness, fraction, inv_mass, cell, x, cell_
 def _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs):
     """Counting-sort the particles of one lane into its buckets: bucket b holds entries[table[b]:
     table[b + 1]], with each entry's packed cell in keys and its position in xs (bucket order, so
-    the scan in ``_find_contacts`` reads them in sequence).
+    the scans read them in sequence).
 
     The lane writes table[b + 1] for its buckets only: counts, then starts (the prefix sum, from the
     particles of the lanes before), then, advanced by the fill, ends; so table[b] is bucket b's start
@@ -248,36 +341,46 @@ def _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, 
             xs[e, 0], xs[e, 1], xs[e, 2] = x[p, 0], x[p, 1], x[p, 2]
 
 
+@numba.njit(cache=True)
+def _row_range(table, size, bucket, cells, part):
+    """Entries [begin, end) of ``part`` of the row of ``cells`` consecutive buckets from ``bucket``:
+    the whole row in one range (part 0), or, if the row wraps past the table's end, bucket by
+    bucket (``_row_parts`` of them)."""
+    if bucket + cells <= size:
+        return table[bucket], table[bucket + cells]
+    b = (bucket + part) & (size - 1)
+    return table[b], table[b + 1]
+
+
+@numba.njit(cache=True)
+def _row_parts(size, bucket, cells):
+    """Ranges the row of ``cells`` buckets from ``bucket`` is read in: 1, or ``cells`` if it wraps."""
+    return cells if bucket + cells > size else 1
+
+
 HALF_SHELL = ((0, 0), (0, 1), (1, -1), (1, 0), (1, 1))
 """Rows (dy, dz) of the forward half of a particle's 27 cells: its own row from its own cell on, and
 the four rows after it. Every pair of particles lies in the forward half of exactly one of the two."""
 
 
 @numba.njit(cache=True)
-def _find_contacts(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, thickest, friction, table, entries, keys,
-                   xs, cell_of, pair, push, slip, first_slot, last_slot):
-    """Find the touching pairs (p, q) with p in lo … hi−1 and q in p's forward half-shell, and write
-    them to slots first_slot … of pair (p, q), push and slip; return the slot after the last, or −1
-    if last_slot was reached (the caller grows the arrays and runs the pass again).
+def _find_pairs(lo, hi, reach2, table, entries, keys, xs, cell_of, built, pairs, first, last):
+    """List the pairs (p, q), p in lo … hi−1, closer than the reach at the build, each once (q in
+    p's forward half-shell), in pairs[first …]; return the slot after the last, or −1 if ``last``
+    was reached (the caller grows the list and builds again).
 
-    push is the pair's separation per unit inverse mass ((gap − d) / d / (w_p + w_q) × (x_p − x_q):
-    p moves by w_p × push, q by −w_q × push); slip the friction pull on p's motion over the
-    substep toward q's (f × (Δx_q − Δx_p), q gets the opposite).
-    Each pair is found once, from the particle whose half-shell holds the other: half the cells of
-    the full 27-cell scan. The cost is the scan of the candidates, and there the branches, not the
-    arithmetic: a row of cells is consecutive buckets (HASH_X = 1), read as one range; the table has
-    16 buckets per particle, so a range holds almost only particles of its row (at 2 per particle,
-    half of the scanned entries were other cells': 3.2 against 1.7 ms for a bare scan of the n =
-    128 drape); the row test is one compare of packed cell keys, and positions are read from the
-    bucket-ordered copy xs. Mass, rest position and friction of q are read only for contacts."""
+    The cost is the scan of the candidates, and there the branches, not the arithmetic: a row of
+    cells is consecutive buckets (HASH_X = 1), read as one range; the table has 16 buckets per
+    particle, so a range holds almost only particles of its row (at 2 per particle, half of the
+    scanned entries were other cells': 3.2 against 1.7 ms for a bare scan of the n = 128 drape);
+    the row test is one compare of packed cell keys, and positions are read from the
+    bucket-ordered copy xs."""
     size = table.shape[0] - 1
     mask = size - 1
-    slot = first_slot
+    slot = first
     for p in range(lo, hi):
         cx, cy, cz = cell_of[p, 0], cell_of[p, 1], cell_of[p, 2]
-        px, py, pz = x[p, 0], x[p, 1], x[p, 2]
-        wp = inv_mass[p]
-        reach2 = (0.5 * (thickness[p] + thickest)) ** 2
+        px, py, pz = built[p, 0], built[p, 1], built[p, 2]
         base = cx * HASH_X + cy * HASH_Y + cz * HASH_Z
         for row in range(5):
             oy, oz = HALF_SHELL[row]
@@ -286,48 +389,222 @@ def _find_contacts(lo, hi, x, x_prev, rest, cloth, inv_mass, thickness, thickest
             cells = 2 if own else 3
             bucket = (base - left + oy * HASH_Y + oz * HASH_Z) & mask
             key = _cell_key(cx - left, cy + oy, cz + oz)
-            for part in range(cells if bucket + cells > size else 1):     # a row wrapping the table's end
-                begin = table[(bucket + part) & mask]
-                end = table[bucket + cells] if bucket + cells <= size else table[((bucket + part) & mask) + 1]
-                for e in range(begin, end):
+            for part in range(_row_parts(size, bucket, cells)):
+                begin, end = _row_range(table, size, bucket, cells, part)
+                if slot + end - begin > last:
+                    return -1
+                for e in range(begin, end):     # branch-free: write every candidate, keep the close ones
                     k = numba.uint64(keys[e] - key)
-                    if k >= cells:                  # another cell in the same bucket
-                        continue
                     dx = px - xs[e, 0]
                     dy = py - xs[e, 1]
                     dz = pz - xs[e, 2]
-                    d2 = dx * dx + dy * dy + dz * dz
-                    if d2 >= reach2 or d2 < 1e-24:
+                    q = entries[e]
+                    pairs[slot, 0], pairs[slot, 1] = p, q
+                    slot += (k < cells) & (dx * dx + dy * dy + dz * dz < reach2) & ~(own & (k == 0) & (q <= p))
+    return slot
+
+
+@numba.njit(cache=True, inline="always")
+def _touch(p, q, dx, dy, dz, d2, x, x_prev, rest, cloth, inv_mass, thickness, friction, pair, push, slip, slot):
+    """Write the contact of p and q (dx … = x_p − x_q, d2 its square length) to ``slot`` if they are
+    closer than their gap; return the next free slot.
+
+    The gap is the mean thickness, or, for mesh neighbours whose rest distance is below it, the rest
+    distance. push is the pair's separation per unit inverse mass ((gap − d) / d / (w_p + w_q) ×
+    (x_p − x_q): p moves by w_p × push, q by −w_q × push); slip the friction pull on p's motion over
+    the substep toward q's (f × (Δx_q − Δx_p), q gets the opposite)."""
+    gap = 0.5 * (thickness[p] + thickness[q])
+    if d2 >= gap * gap or d2 < 1e-24:
+        return slot
+    w = inv_mass[p] + inv_mass[q]
+    if w == 0.0:
+        return slot
+    if cloth[p] == cloth[q]:                         # mesh neighbours keep their rest distance
+        rx = rest[p, 0] - rest[q, 0]
+        ry = rest[p, 1] - rest[q, 1]
+        rz = rest[p, 2] - rest[q, 2]
+        r2 = rx * rx + ry * ry + rz * rz
+        if r2 < gap * gap:
+            if d2 >= r2:
+                return slot
+            gap = math.sqrt(r2)
+    d = math.sqrt(d2)
+    s = (gap - d) / (d * w)
+    f = 0.25 * (friction[p] + friction[q])
+    pair[slot, 0], pair[slot, 1] = p, q
+    push[slot, 0], push[slot, 1], push[slot, 2] = dx * s, dy * s, dz * s
+    for c in range(3):
+        slip[slot, c] = f * ((x[q, c] - x_prev[q, c]) - (x[p, c] - x_prev[p, c]))
+    return slot + 1
+
+
+@numba.njit(cache=True)
+def _pair_gaps(first, last, pairs, rest, cloth, thickness, gap2):
+    """The squared gap of each listed pair, fixed at the build: the mean thickness, or, for mesh
+    neighbours whose rest distance is below it, the rest distance (as in ``_touch``)."""
+    for k in range(first, last):
+        p, q = pairs[k, 0], pairs[k, 1]
+        gap = 0.5 * (thickness[p] + thickness[q])
+        g2 = gap * gap
+        if cloth[p] == cloth[q]:
+            rx = rest[p, 0] - rest[q, 0]
+            ry = rest[p, 1] - rest[q, 1]
+            rz = rest[p, 2] - rest[q, 2]
+            g2 = min(g2, rx * rx + ry * ry + rz * rz)
+        gap2[k] = g2
+
+
+LIST_BLOCK = 256
+"""Listed pairs screened per block (``_listed_contacts``): a block needs that many free contact slots."""
+
+
+@numba.njit(cache=True)
+def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pair, push, slip, slot, last_slot):
+    """Contacts among the listed pairs first … last−1, written from ``slot``; return the slot after
+    the last, or −1 if ``last_slot`` was reached.
+
+    Block by block, the pairs closer than their gap are first copied to the free contact slots
+    without a branch (every pair is written, the slot advances if it touches: about one in ten
+    does, at random, a branch mispredicted every other time), then each is measured in place."""
+    for block in range(first, last, LIST_BLOCK):
+        end = min(block + LIST_BLOCK, last)
+        if slot + end - block > last_slot:
+            return -1
+        touching = slot
+        for k in range(block, end):
+            p, q = pairs[k, 0], pairs[k, 1]
+            dx = x[p, 0] - x[q, 0]
+            dy = x[p, 1] - x[q, 1]
+            dz = x[p, 2] - x[q, 2]
+            pair[touching, 0], pair[touching, 1] = p, q
+            push[touching, 0] = gap2[k]
+            touching += dx * dx + dy * dy + dz * dz < gap2[k]
+        for k in range(slot, touching):
+            p, q = pair[k, 0], pair[k, 1]
+            w = inv_mass[p] + inv_mass[q]
+            dx = x[p, 0] - x[q, 0]
+            dy = x[p, 1] - x[q, 1]
+            dz = x[p, 2] - x[q, 2]
+            d2 = dx * dx + dy * dy + dz * dz
+            if w == 0.0 or d2 < 1e-24:
+                continue
+            d = math.sqrt(d2)
+            s = (math.sqrt(push[k, 0]) - d) / (d * w)
+            f = 0.25 * (friction[p] + friction[q])
+            pair[slot, 0], pair[slot, 1] = p, q
+            push[slot, 0], push[slot, 1], push[slot, 2] = dx * s, dy * s, dz * s
+            for c in range(3):
+                slip[slot, c] = f * ((x[q, c] - x_prev[q, c]) - (x[p, c] - x_prev[p, c]))
+            slot += 1
+    return slot
+
+
+@numba.njit(cache=True)
+def _hash_escapees(escapee_count, escapees, n, x, cell, table, entries, keys, xs):
+    """Counting-sort the escapees at their present positions into a table of about 16 buckets per
+    escapee (a prefix of ``table``, a power of two plus one long), the layout of ``_sort_lane``;
+    return its size. Serial: there
+    are few escapees (more, and the list is rebuilt)."""
+    chunks = escapee_count.shape[0]
+    total = 0
+    for chunk in range(chunks):
+        total += escapee_count[chunk]
+    size = 2
+    while size < 16 * total and 2 * size < table.shape[0]:
+        size *= 2
+    table[:size + 1] = 0
+    for chunk in range(chunks):
+        lo = chunk * n // chunks
+        for k in range(escapee_count[chunk]):
+            p = escapees[lo + k]
+            table[_cell_hash(int(math.floor(x[p, 0] / cell)), int(math.floor(x[p, 1] / cell)),
+                             int(math.floor(x[p, 2] / cell)), size)] += 1
+    for b in range(1, size):                  # table[b]: the end of bucket b
+        table[b] += table[b - 1]
+    table[size] = total
+    for chunk in range(chunks):               # filled from each bucket's end: table[b] ends at its start
+        lo = chunk * n // chunks
+        for k in range(escapee_count[chunk]):
+            p = escapees[lo + k]
+            cx = int(math.floor(x[p, 0] / cell))
+            cy = int(math.floor(x[p, 1] / cell))
+            cz = int(math.floor(x[p, 2] / cell))
+            b = _cell_hash(cx, cy, cz, size)
+            e = table[b] - 1
+            table[b] = e
+            entries[e] = p
+            keys[e] = _cell_key(cx, cy, cz)
+            xs[e, 0], xs[e, 1], xs[e, 2] = x[p, 0], x[p, 1], x[p, 2]
+    return size
+
+
+@numba.njit(cache=True)
+def _escapee_contacts(lo, count, escapees, moved, x, x_prev, built, drift, rest, cloth, inv_mass, thickness,
+                      thickest, half_skin, reach2, friction, cell, table, entries, keys, xs, escapee_table,
+                      escapee_size, escapee_entries, escapee_keys, escapee_xs, pair, push, slip, slot, last_slot):
+    """Contacts of the chunk's escapees (escapees[lo: lo + count]) that the list cannot hold, the
+    pairs that were farther apart than the reach at the build: with particles that stayed, from
+    the build's table near the escapee's present position less the common drift (a stayer is
+    within half the skin of where it was built plus the drift), and with later escapees, from the escapees' table. Return the slot after
+    the last, or −1 if ``last_slot`` was reached."""
+    for k in range(count):
+        p = escapees[lo + k]
+        for stayers in (True, False):
+            if stayers:
+                slot = _scan_escapee(p, True, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness,
+                                     thickest, (thickest + half_skin) ** 2, reach2, friction, cell, table, table.shape[0] - 1,
+                                     entries, keys, xs, pair, push, slip, slot, last_slot)
+            else:
+                slot = _scan_escapee(p, False, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness,
+                                     thickest, thickest * thickest, reach2, friction, cell, escapee_table, escapee_size,
+                                     escapee_entries, escapee_keys, escapee_xs, pair, push, slip, slot, last_slot)
+            if slot < 0:
+                return -1
+    return slot
+
+
+@numba.njit(cache=True)
+def _scan_escapee(p, stayers, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest, near2, reach2,
+                  friction, cell, table, size, entries, keys, xs, pair, push, slip, slot, last_slot):
+    """Scan the 27 cells around escapee p's present position in one table: the build's (``stayers``:
+    xs holds positions as built, a candidate must not have moved and be within ``near2`` of p less
+    the drift) or
+    the escapees' (xs holds present positions; q > p, so a pair is found once). Pairs listed at
+    the build (closer than the reach then) are the list's."""
+    mask = size - 1
+    px, py, pz = x[p, 0], x[p, 1], x[p, 2]
+    ax, ay, az = (px - drift[0], py - drift[1], pz - drift[2]) if stayers else (px, py, pz)
+    cx, cy, cz = int(math.floor(ax / cell)), int(math.floor(ay / cell)), int(math.floor(az / cell))
+    base = cx * HASH_X + cy * HASH_Y + cz * HASH_Z
+    thickest2 = thickest * thickest
+    for oy in range(-1, 2):
+        for oz in range(-1, 2):
+            bucket = (base - 1 + oy * HASH_Y + oz * HASH_Z) & mask
+            key = _cell_key(cx - 1, cy + oy, cz + oz)
+            for part in range(_row_parts(size, bucket, 3)):
+                begin, end = _row_range(table, size, bucket, 3, part)
+                for e in range(begin, end):
+                    if numba.uint64(keys[e] - key) >= 3:
+                        continue
+                    ex, ey, ez = ax - xs[e, 0], ay - xs[e, 1], az - xs[e, 2]
+                    if ex * ex + ey * ey + ez * ez >= near2:
                         continue
                     q = entries[e]
-                    if own and k == 0 and q <= p:     # same cell: the lower index finds the pair
+                    if (moved[q] if stayers else q <= p):
                         continue
-                    gap = 0.5 * (thickness[p] + thickness[q])
-                    if d2 >= gap * gap:
+                    bx = built[p, 0] - built[q, 0]
+                    by = built[p, 1] - built[q, 1]
+                    bz = built[p, 2] - built[q, 2]
+                    if bx * bx + by * by + bz * bz < reach2:
                         continue
-                    w = wp + inv_mass[q]
-                    if w == 0.0:
+                    dx, dy, dz = px - x[q, 0], py - x[q, 1], pz - x[q, 2]
+                    d2 = dx * dx + dy * dy + dz * dz
+                    if d2 >= thickest2:
                         continue
-                    if cloth[p] == cloth[q]:         # mesh neighbours keep their rest distance
-                        rx = rest[p, 0] - rest[q, 0]
-                        ry = rest[p, 1] - rest[q, 1]
-                        rz = rest[p, 2] - rest[q, 2]
-                        r2 = rx * rx + ry * ry + rz * rz
-                        if r2 < gap * gap:
-                            if d2 >= r2:
-                                continue
-                            gap = math.sqrt(r2)
                     if slot == last_slot:
                         return -1
-                    d = math.sqrt(d2)
-                    s = (gap - d) / (d * w)
-                    f = 0.25 * (friction[p] + friction[q])
-                    pair[slot, 0], pair[slot, 1] = p, q
-                    push[slot, 0], push[slot, 1], push[slot, 2] = dx * s, dy * s, dz * s
-                    slip[slot, 0] = f * ((x[q, 0] - x_prev[q, 0]) - (px - x_prev[p, 0]))
-                    slip[slot, 1] = f * ((x[q, 1] - x_prev[q, 1]) - (py - x_prev[p, 1]))
-                    slip[slot, 2] = f * ((x[q, 2] - x_prev[q, 2]) - (pz - x_prev[p, 2]))
-                    slot += 1
+                    slot = _touch(p, q, dx, dy, dz, d2, x, x_prev, rest, cloth, inv_mass, thickness, friction, pair,
+                                  push, slip, slot)
     return slot
 
 
@@ -357,58 +634,124 @@ def _apply_contacts(inv_mass, pair, push, slip, first_slot, last_slot, count, x)
 
 
 @numba.njit(cache=True)
-def _contacts_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, friction, bucket, lane_list,
-                     lane_count, table, entries, keys, xs, cell_of, pair, push, slip, first_slot, last_slot):
-    """Clamp, hash and find every contact, chunk by chunk and lane by lane, on one thread (small
-    cloths); False if a chunk's contact slots ran out. Twin of ``_contacts_parallel``: the same
-    chunks and lanes, so the same table and the same contacts in the same slots."""
-    n = x.shape[0]
-    size = table.shape[0] - 1
-    chunks = first_slot.shape[0]
-    for chunk in range(chunks):
-        _locate(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x_prev, thickness, fraction, inv_mass,
-                thickest, x, cell_of, bucket, lane_list, lane_count, size)
-    for lane in range(lane_count.shape[1]):
-        _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
-    for chunk in range(chunks):
-        last_slot[chunk] = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth,
-                                          inv_mass, thickness, thickest, friction, table, entries, keys, xs, cell_of,
-                                          pair, push, slip, first_slot[chunk],
-                                          first_slot[chunk] + pair.shape[0] // chunks)
-    return _slots_fit(first_slot, last_slot)
-
-
-@numba.njit(cache=True, parallel=True)
-def _contacts_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, friction, bucket, lane_list,
-                       lane_count, table, entries, keys, xs, cell_of, pair, push, slip, first_slot, last_slot):
-    """Clamp, hash and find every contact with chunks and lanes spread over all threads (each writes
-    only its own particles, buckets and slots)."""
-    n = x.shape[0]
-    size = table.shape[0] - 1
-    chunks = first_slot.shape[0]
-    for chunk in prange(chunks):
-        _locate(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x_prev, thickness, fraction, inv_mass,
-                thickest, x, cell_of, bucket, lane_list, lane_count, size)
-    for lane in prange(lane_count.shape[1]):
-        _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
-    for chunk in prange(chunks):
-        last_slot[chunk] = _find_contacts(chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev, rest, cloth,
-                                          inv_mass, thickness, thickest, friction, table, entries, keys, xs, cell_of,
-                                          pair, push, slip, first_slot[chunk],
-                                          first_slot[chunk] + pair.shape[0] // chunks)
-    return _slots_fit(first_slot, last_slot)
-
-
-@numba.njit(cache=True)
 def _slots_fit(first_slot, last_slot):
-    """False if some chunk ran out of contact slots (``_find_contacts`` returned −1: its slots are
-    then emptied, and the caller grows them and runs the pass again); True if every chunk's fit."""
+    """False if some chunk ran out of slots (its kernel returned −1: its slots are then emptied, and
+    the caller grows them and runs the pass again); True if every chunk's fit."""
     fit = True
     for chunk in range(first_slot.shape[0]):
         if last_slot[chunk] < 0:
             fit = False
             last_slot[chunk] = first_slot[chunk]
     return fit
+
+
+@numba.njit(cache=True)
+def _pass_serial(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin, friction, rebuild_at, force,
+                 built, box, drift, moved, escapees, escapee_count, builds, bucket, lane_list, lane_count, table,
+                 entries, keys, xs, cell_of, pairs, gap2, first_pair, last_pair, escapee_table, escapee_entries, escapee_keys, escapee_xs, pair,
+                 push, slip, first_slot, last_slot):
+    """One self-collision pass on one thread (small cloths): clamp and flag, rebuild the pair list
+    if ``force`` or more than ``rebuild_at`` particles escaped, then find the contacts of the list
+    and of the escapees. Return 0, or 1 if the pair list ran out of slots (grow it, force a
+    rebuild), 2 if the contact slots did (grow them). Twin of ``_pass_parallel``: the same chunks
+    and lanes, so the same list and the same contacts in the same slots."""
+    n = x.shape[0]
+    chunks = first_slot.shape[0]
+    cell = thickest + skin
+    for chunk in range(chunks):
+        escapee_count[chunk] = _clamp_and_flag(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev,
+                                               inv_mass, thickness, fraction, built, drift, (0.5 * skin) ** 2, box,
+                                               moved, escapees)
+    total = escapee_count.sum()
+    if force or total > rebuild_at:
+        builds[0] += 1
+        drift[:] = 0.0
+        for chunk in range(chunks):
+            lo, hi = chunk * n // chunks, (chunk + 1) * n // chunks
+            _locate(chunk, lo, hi, x, cell, built, cell_of, bucket, lane_list, lane_count, table.shape[0] - 1)
+            moved[lo:hi] = False
+            escapee_count[chunk] = 0
+        for lane in range(lane_count.shape[1]):
+            _sort_lane(lane, built, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
+        for chunk in range(chunks):
+            last_pair[chunk] = _find_pairs(chunk * n // chunks, (chunk + 1) * n // chunks, cell * cell, table, entries,
+                                           keys, xs, cell_of, built, pairs, first_pair[chunk],
+                                           first_pair[chunk] + pairs.shape[0] // chunks)
+        if not _slots_fit(first_pair, last_pair):
+            return 1
+        for chunk in range(chunks):
+            _pair_gaps(first_pair[chunk], last_pair[chunk], pairs, rest, cloth, thickness, gap2)
+        total = -1
+    for chunk in range(chunks):
+        last_slot[chunk] = _listed_contacts(first_pair[chunk], last_pair[chunk], pairs, gap2, x, x_prev, inv_mass,
+                                            friction, pair, push, slip, first_slot[chunk],
+                                            first_slot[chunk] + pair.shape[0] // chunks)
+    if total > 0:
+        escapee_size = _hash_escapees(escapee_count, escapees, n, x, cell, escapee_table, escapee_entries,
+                                      escapee_keys, escapee_xs)
+        for chunk in range(chunks):
+            if last_slot[chunk] >= 0:
+                last_slot[chunk] = _escapee_contacts(
+                    chunk * n // chunks, escapee_count[chunk], escapees, moved, x, x_prev, built, drift[0], rest, cloth,
+                    inv_mass, thickness, thickest, 0.5 * skin, cell * cell, friction, cell, table, entries, keys, xs,
+                    escapee_table, escapee_size, escapee_entries, escapee_keys, escapee_xs, pair, push, slip,
+                    last_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
+    if total >= 0:                           # not rebuilt: box holds motions since the build
+        _next_drift(box, drift)
+    return 0 if _slots_fit(first_slot, last_slot) else 2
+
+
+@numba.njit(cache=True, parallel=True)
+def _pass_parallel(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin, friction, rebuild_at, force,
+                   built, box, drift, moved, escapees, escapee_count, builds, bucket, lane_list, lane_count, table,
+                   entries, keys, xs, cell_of, pairs, gap2, first_pair, last_pair, escapee_table, escapee_entries, escapee_keys, escapee_xs,
+                   pair, push, slip, first_slot, last_slot):
+    """``_pass_serial`` with chunks and lanes spread over all threads (each writes only its own
+    particles, buckets and slots; the escapees' table is built on one)."""
+    n = x.shape[0]
+    chunks = first_slot.shape[0]
+    cell = thickest + skin
+    for chunk in prange(chunks):
+        escapee_count[chunk] = _clamp_and_flag(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev,
+                                               inv_mass, thickness, fraction, built, drift, (0.5 * skin) ** 2, box,
+                                               moved, escapees)
+    total = escapee_count.sum()
+    if force or total > rebuild_at:
+        builds[0] += 1
+        drift[:] = 0.0
+        for chunk in prange(chunks):
+            lo, hi = chunk * n // chunks, (chunk + 1) * n // chunks
+            _locate(chunk, lo, hi, x, cell, built, cell_of, bucket, lane_list, lane_count, table.shape[0] - 1)
+            moved[lo:hi] = False
+            escapee_count[chunk] = 0
+        for lane in prange(lane_count.shape[1]):
+            _sort_lane(lane, built, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
+        for chunk in prange(chunks):
+            last_pair[chunk] = _find_pairs(chunk * n // chunks, (chunk + 1) * n // chunks, cell * cell, table, entries,
+                                           keys, xs, cell_of, built, pairs, first_pair[chunk],
+                                           first_pair[chunk] + pairs.shape[0] // chunks)
+        if not _slots_fit(first_pair, last_pair):
+            return 1
+        for chunk in prange(chunks):
+            _pair_gaps(first_pair[chunk], last_pair[chunk], pairs, rest, cloth, thickness, gap2)
+        total = -1
+    for chunk in prange(chunks):
+        last_slot[chunk] = _listed_contacts(first_pair[chunk], last_pair[chunk], pairs, gap2, x, x_prev, inv_mass,
+                                            friction, pair, push, slip, first_slot[chunk],
+                                            first_slot[chunk] + pair.shape[0] // chunks)
+    if total > 0:
+        escapee_size = _hash_escapees(escapee_count, escapees, n, x, cell, escapee_table, escapee_entries,
+                                      escapee_keys, escapee_xs)
+        for chunk in prange(chunks):
+            if last_slot[chunk] >= 0:
+                last_slot[chunk] = _escapee_contacts(
+                    chunk * n // chunks, escapee_count[chunk], escapees, moved, x, x_prev, built, drift[0], rest, cloth,
+                    inv_mass, thickness, thickest, 0.5 * skin, cell * cell, friction, cell, table, entries, keys, xs,
+                    escapee_table, escapee_size, escapee_entries, escapee_keys, escapee_xs, pair, push, slip,
+                    last_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
+    if total >= 0:                           # not rebuilt: box holds motions since the build
+        _next_drift(box, drift)
+    return 0 if _slots_fit(first_slot, last_slot) else 2
 
 
 @numba.njit(cache=True)

@@ -119,3 +119,55 @@ def test_point_triangle_mode_stops_a_particle_at_a_coarse_triangle(make_app, mod
         assert height == pytest.approx(tri.material.thickness, abs=1e-9), f"particle at y = {height:.5f} m"
     else:
         assert height < 0.0, "without point–triangle tests a lone particle passes a coarse triangle"
+
+
+def brute_force_contacts(x: np.ndarray, rest: np.ndarray, cloth_of: np.ndarray, thickness: float) -> set:
+    """Every touching pair (p < q) by the system's rule, from all pairs: closer than the thickness,
+    or, for a cloth's own pairs whose rest distance is below it, than the rest distance."""
+    pairs = cKDTree(x).query_pairs(thickness, output_type="ndarray")
+    d2 = ((x[pairs[:, 0]] - x[pairs[:, 1]]) ** 2).sum(axis=1)
+    r2 = ((rest[pairs[:, 0]] - rest[pairs[:, 1]]) ** 2).sum(axis=1)
+    own = cloth_of[pairs[:, 0]] == cloth_of[pairs[:, 1]]
+    touching = (d2 < np.where(own, np.minimum(r2, thickness ** 2), thickness ** 2)) & (d2 >= 1e-24)
+    return {tuple(sorted(p)) for p in pairs[touching].tolist()}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pair_list_and_escapees_find_exactly_the_touching_pairs(make_app, monkeypatch, threads):
+    # The list is built at one crumple; then every particle drifts by a common shift plus up to a
+    # quarter thickness (stays listed), and one in ten jumps up to two thicknesses (escapees, found
+    # by search). The contacts of that pass must be the brute-force set, pair for pair.
+    from systems import self_collision
+
+    monkeypatch.setattr(self_collision, "PARALLEL_MIN_PARTICLES", 100)      # the threaded pass, too
+    monkeypatch.setattr(self_collision, "REBUILD_FRACTION", 1.0)            # no rebuild at the second pass
+    t = 0.02
+    app = make_app(threads=threads)
+    rng = np.random.default_rng(7)
+    clothes = [Cloth.from_mesh(mesh.grid(20, 20, 19 * t, 19 * t, plane="xz"), thickness=t, self_collision=True)
+               for _ in range(2)]
+    for cloth in clothes:
+        app.spawn(cloth)
+    n = sum(c.particle_count for c in clothes)
+    before = rng.uniform(0.0, 8 * t, (n, 3))                                # the crumple at the build
+    shift = np.array([0.4, -0.9, 0.2]) * t                                  # common drift: learnt at a middle pass
+    after = before + shift + rng.uniform(-0.14 * t, 0.14 * t, (n, 3))
+    jump = rng.random(n) < 0.1
+    after[jump] += rng.uniform(-2 * t, 2 * t, (int(jump.sum()), 3))
+    buffers = self_collision.SelfCollisionBuffers()
+    builds = []
+    for positions in (before, before + 0.5 * shift, after):
+        for k, cloth in enumerate(clothes):
+            cloth.x[:] = cloth.x_prev[:] = positions[400 * k:400 * (k + 1)]    # no motion to clamp
+        self_collision.collide_self(app, 1 / 960)
+        buffers = app.resource(self_collision.SelfCollisionBuffers)
+        builds.append(int(buffers.builds[0]))
+    assert builds[2] == builds[0], "the list should be built once, at the first pass"
+    assert 20 < buffers.moved.sum() < n // 4, "escapees should be the jumpers, the rest listed"
+    found = [tuple(sorted(buffers.pair[s])) for c in range(self_collision.CHUNKS)
+             for s in range(buffers.first_slot[c], buffers.last_slot[c])]
+    assert len(found) == len(set(found)), "a pair was found twice"
+    rest = np.concatenate([c.rest_x for c in clothes])
+    expected = brute_force_contacts(after, rest, np.repeat([0, 1], 400), t)
+    assert len(expected) > 500
+    assert set(found) == expected
