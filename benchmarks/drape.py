@@ -2,7 +2,7 @@
 
 Prints one JSON line per n: particles, steps, steps_per_s, sim_ms_per_step and the per-system
 breakdown in ms per step (constraints, self_collision, environment, integration, pins, other),
-plus the closest non-neighbour pair relative to the thickness at the end.
+and how many times the self-collision pair list was built (``list_builds``; the system runs once per substep).
 
 Run: python -m benchmarks drape --n 64 128 [--steps 120] [--threads 1|2] [--substeps 8]
 """
@@ -17,6 +17,7 @@ import numpy as np
 from engine import App
 from games import drape
 from systems import DefaultPlugins
+from systems.self_collision import SelfCollisionBuffers
 
 GROUPS = {"solve_constraints": "constraints", "collide_self": "self_collision",
           "collide_environment": "environment", "gather_colliders": "environment",
@@ -32,6 +33,7 @@ def run(n: int, *, steps: int, threads: int, substeps: int) -> dict:
     app.step(1)
     warmup = time.perf_counter() - start
     app.profiling = True
+    builds = int(app.resource(SelfCollisionBuffers).builds[0])
     start = time.perf_counter()
     app.step(steps)
     wall = time.perf_counter() - start
@@ -44,6 +46,7 @@ def run(n: int, *, steps: int, threads: int, substeps: int) -> dict:
         "steps": steps, "wall_s": round(wall, 3), "steps_per_s": round(steps / wall, 2),
         "sim_ms_per_step": round(1000 * wall / steps, 3),
         "ms_per_step": {k: round(1000 * v / steps, 3) for k, v in sorted(breakdown.items())},
+        "list_builds": int(app.resource(SelfCollisionBuffers).builds[0]) - builds,
         "warmup_s": round(warmup, 3), "nan": bool(not np.isfinite(cloth.x).all()),
     }
     app.close()

@@ -2,16 +2,24 @@
 
 Fuhrmann et al. keep nearby particles apart with constraints "like the structural ones"; Fisher
 ("Cloth-Cloth") and Schönberger (§3.3) do the same with a spatial grid; the method here follows
-Müller's Ten Minute Physics self-collision:
+Müller's Ten Minute Physics self-collision (a hash built once, queried with the travel allowed
+until the next build, a velocity clamp):
 
 1. clamp: no particle moves more than ``CLAMP`` × thickness in one substep, so two particles
    cannot pass through each other between two checks (the velocity clamp against tunnelling);
-2. hash: particles of every cloth with ``self_collision`` on go into one spatial hash (cell =
-   the largest thickness), rebuilt each substep (counting sort, O(n));
-3. separate: every pair closer than its thickness is found once (each particle searches the
-   forward half of its 27 cells) and pushed apart, mass weighted; mesh neighbours whose rest distance is below the thickness keep their rest distance
-   instead, so the cloth's own edges are not fought. Pairs from different cloths always keep the
-   thickness: this is the inter-cloth collision (a cape against a flag), with the same machinery;
+2. list: particles of every cloth with ``self_collision`` on go into one spatial hash (cell =
+   the largest thickness plus a skin, counting sort, O(n)), and every pair closer than a cell is
+   listed, once (each particle searches the forward half of its 27 cells). The list holds every
+   pair that can touch while no particle has drifted more than half the skin from where it was
+   at the build, besides the drift all share (a falling cloth's). Particles that have, the
+   escapees, are searched for on their own each pass: in the build's hash for the others, in a
+   small hash of the escapees for each other. When more than ``REBUILD_FRACTION`` escaped, the
+   list is built again (a draping cloth: about one substep in five, a resting one: never);
+3. separate: every listed pair closer than its gap, and every escapee's, is pushed apart, mass
+   weighted. The gap is the thickness, or, for mesh neighbours whose rest distance is below it,
+   the rest distance, so the cloth's own edges are not fought. Pairs from different cloths always
+   keep the thickness: this is the inter-cloth collision (a cape against a flag), with the same
+   machinery;
 4. friction between layers: a touching pair's motions over the substep are pulled toward their
    average by the cloths' friction (0 slides freely, 1 moves together).
 
@@ -19,9 +27,10 @@ Every contact is measured at the positions of the start of the pass (Jacobi) and
 slots of a fixed particle range (chunk); the contacts are then applied in chunk order, so the
 result does not depend on thread count. Separations are summed, friction averaged over each
 particle's contacts: averaging the separations too (constraint averaging) left a falling 48×48
-heap with 12 pairs inside 0.9 × thickness, summing left none. Large cloths run clamp, hash and
-search on all threads (the hash in bucket ranges, "lanes"); small ones stay on one, with the same
-result. Cost at n = 128 (16,384 particles, 2 threads): about 1.1 ms per substep, hash 0.27 of it.
+heap with 12 pairs inside 0.9 × thickness, summing left none. Large cloths run the pass on all
+threads (the hash in bucket ranges, "lanes"); small ones stay on one, with the same result.
+Cost at n = 128 (16,384 particles, 2 threads, the drape): a pass over the list 0.25 ms, a build
+1.5 ms more; 0.8 ms per substep on average, against 1.15 ms for a hash built every substep.
 Coarse meshes, whose particles are farther apart than the thickness, can use
 ``self_collision_mode="triangle"``: a point–triangle proximity pass keeps particles off the
 cloth's non-incident triangles as well.
@@ -44,23 +53,29 @@ CHUNKS = 64
 LANES = 2
 """Ranges of hash buckets sorted side by side, on all threads (a fixed number: same table for any thread count)."""
 BUCKETS_PER_PARTICLE = 4
-"""Hash table size per particle (rounded up to a power of two): few other cells share a bucket."""
+"""Hash table size per particle (rounded up to a power of two). A cell of two thicknesses holds
+about 4 particles of a sheet, so a cell has about 16 buckets: few other cells share one (16 per
+particle measured no faster, with a 4× larger table to clear at each build)."""
 CONTACTS_PER_PARTICLE = 4
 """Contact slots per particle to start with (a heap of cloth has about one; a chunk that runs out
 doubles them all and the pass runs again)."""
 PAIRS_PER_PARTICLE = 16
-"""Pair-list slots per particle to start with (a flat sheet lists about 7 at the default skin;
-grown the same way)."""
+"""Pair-list slots per particle to start with (the draping n = 128 cloth lists 4.7 at the default
+skin; a chunk that runs out doubles them all and the list is built again)."""
 CLAMP = 0.3
 """Largest substep displacement of a self-colliding particle, as a fraction of its thickness
 (7 m/s for 25 mm cloth at 16 substeps of 1/60 s). A 48×48 heap had up to 6 close pairs while
 falling with 0.5, 2 with 0.3."""
 SKIN = 1.0
 """Margin of the pair list, as a fraction of the thickest cloth's thickness: pairs closer than
-thickness + skin when the list is built are listed."""
-REBUILD_FRACTION = 0.2
-"""The list is rebuilt when more than this fraction of the particles escaped (moved more than half
-the skin since the build): each escapee costs a search of its own, and a rebuild about five."""
+thickness + skin when the list is built are listed. A larger skin lists more pairs and makes a
+build dearer, a smaller one more escapees (drape n = 128, self-collision ms per step: 0.75 → 6.6,
+1.0 → 6.5–6.6, 1.5 → 8.1)."""
+REBUILD_FRACTION = 0.075
+"""The list is built again when more than this fraction of the particles escaped (drifted more
+than half the skin since the build): an escapee's search costs about 0.3 µs, a build 1.5 ms at
+n = 128 (drape, self-collision ms per step: 0.05 → 6.6, 0.075 → 6.5–6.6, 0.1 → 6.6–6.9,
+0.2 → 8.9)."""
 
 
 class SelfCollisionBuffers:
@@ -369,12 +384,13 @@ def _find_pairs(lo, hi, reach2, table, entries, keys, xs, cell_of, built, pairs,
     p's forward half-shell), in pairs[first …]; return the slot after the last, or −1 if ``last``
     was reached (the caller grows the list and builds again).
 
-    The cost is the scan of the candidates, and there the branches, not the arithmetic: a row of
-    cells is consecutive buckets (HASH_X = 1), read as one range; the table has 16 buckets per
-    particle, so a range holds almost only particles of its row (at 2 per particle, half of the
-    scanned entries were other cells': 3.2 against 1.7 ms for a bare scan of the n = 128 drape);
-    the row test is one compare of packed cell keys, and positions are read from the
-    bucket-ordered copy xs."""
+    The cost is the scan of the candidates (23 per particle in the n = 128 drape, for 4.7 listed):
+    a row of cells is consecutive buckets (HASH_X = 1), read as one range that holds almost only
+    particles of its row (at 2 buckets per particle for cells of one thickness, half of the
+    scanned entries were other cells': 3.2 against 1.7 ms for a bare scan); the row test is one
+    compare of packed cell keys, positions are read from the bucket-ordered copy xs, and every
+    candidate is written with no branch, the slot advancing only for the listed (2.9 → 2.4 ms on
+    one thread: a close candidate is a coin toss for the branch predictor)."""
     size = table.shape[0] - 1
     mask = size - 1
     slot = first
