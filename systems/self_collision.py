@@ -479,9 +479,10 @@ def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pa
     """Contacts among the listed pairs first … last−1, written from ``slot``; return the slot after
     the last, or −1 if ``last_slot`` was reached.
 
-    Block by block, the pairs closer than their gap are first copied to the free contact slots
-    without a branch (every pair is written, the slot advances if it touches: about one in ten
-    does, at random, a branch mispredicted every other time), then each is measured in place."""
+    Block by block, the list indices of the pairs closer than their gap are first copied to the
+    free contact slots without a branch (every index is written, the slot advances if the pair
+    touches: about one in ten does, at random, a branch mispredicted every other time), then each
+    is measured and written over its index."""
     for block in range(first, last, LIST_BLOCK):
         end = min(block + LIST_BLOCK, last)
         if slot + end - block > last_slot:
@@ -492,11 +493,11 @@ def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pa
             dx = x[p, 0] - x[q, 0]
             dy = x[p, 1] - x[q, 1]
             dz = x[p, 2] - x[q, 2]
-            pair[touching, 0], pair[touching, 1] = p, q
-            push[touching, 0] = gap2[k]
+            pair[touching, 0] = k
             touching += dx * dx + dy * dy + dz * dz < gap2[k]
-        for k in range(slot, touching):
-            p, q = pair[k, 0], pair[k, 1]
+        for i in range(slot, touching):
+            k = pair[i, 0]
+            p, q = pairs[k, 0], pairs[k, 1]
             w = inv_mass[p] + inv_mass[q]
             dx = x[p, 0] - x[q, 0]
             dy = x[p, 1] - x[q, 1]
@@ -505,7 +506,7 @@ def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pa
             if w == 0.0 or d2 < 1e-24:
                 continue
             d = math.sqrt(d2)
-            s = (math.sqrt(push[k, 0]) - d) / (d * w)
+            s = (math.sqrt(gap2[k]) - d) / (d * w)
             f = 0.25 * (friction[p] + friction[q])
             pair[slot, 0], pair[slot, 1] = p, q
             push[slot, 0], push[slot, 1], push[slot, 2] = dx * s, dy * s, dz * s
