@@ -139,7 +139,6 @@ def test_pair_list_and_escapees_find_exactly_the_touching_pairs(make_app, monkey
     # by search). The contacts of that pass must be the brute-force set, pair for pair.
     from systems import self_collision
 
-    monkeypatch.setattr(self_collision, "PARALLEL_MIN_PARTICLES", 100)      # the threaded pass, too
     monkeypatch.setattr(self_collision, "REBUILD_FRACTION", 1.0)            # no rebuild at the second pass
     t = 0.02
     app = make_app(threads=threads)
@@ -173,12 +172,11 @@ def test_pair_list_and_escapees_find_exactly_the_touching_pairs(make_app, monkey
     assert set(found) == expected
 
 
-def test_self_collision_is_bit_identical_on_one_and_two_threads(make_app, monkeypatch):
+def test_self_collision_is_bit_identical_on_one_and_two_threads(make_app):
     # A 24×24 sheet falls in a heap: the list is built many times and escapees are searched for
-    # between builds; the one-thread kernel and the threaded one must move it alike, bit for bit.
+    # between builds; fixed chunks and lanes must move it alike on any thread count, bit for bit.
     from systems import self_collision
 
-    monkeypatch.setattr(self_collision, "PARALLEL_MIN_PARTICLES", 0)
     out, builds = {}, {}
     for threads in (1, 2):
         app = make_app(threads=threads)
