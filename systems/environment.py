@@ -36,8 +36,10 @@ CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
 CHUNKS = 16
 """Fixed particle ranges of the contact kernel (not the thread count: results stay the same)."""
-PARALLEL_MIN_PARTICLES = 4_000
-"""Cloths with at least this many particles use the parallel contact kernel when numba has threads."""
+PARALLEL_MIN_PARTICLES = 500
+"""Cloths with at least this many particles use the parallel contact kernel when numba has threads
+(measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
+0.52, the 600-particle cape 0.20 → 0.17; a 990-particle flag with no collider near 0.10 → 0.11)."""
 
 
 def gather_colliders(app: App, dt: float) -> None:
