@@ -123,7 +123,7 @@ def collide_self(app: App, h: float) -> None:
     buffers = app.init_resource(SelfCollisionBuffers)
     key = tuple((id(c), c.particle_count) for c in clothes)   # tearing changes the count
     if key != buffers.key:
-        _allocate(buffers, clothes)
+        _allocate(buffers, clothes, key)
     if len(clothes) == 1:                              # one cloth: work on its own arrays
         x, x_prev, inv_mass = clothes[0].x, clothes[0].x_prev, clothes[0].inv_mass
     else:                                              # several: one copy in per cloth, per substep
@@ -160,10 +160,10 @@ def _power_of_two(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
-def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth]) -> None:
-    """Size the packed arrays for this set of cloths (only when the set changes)."""
+def _allocate(buffers: SelfCollisionBuffers, clothes: list[Cloth], key: tuple[tuple[int, int], ...]) -> None:
+    """Size the packed arrays for this set of cloths, ``key`` (only when the set changes)."""
     n = sum(c.particle_count for c in clothes)
-    buffers.key = tuple((id(c), c.particle_count) for c in clothes)
+    buffers.key = key
     buffers.stale = True
     buffers.x = np.zeros((n, 3))
     buffers.x_prev = np.zeros((n, 3))
@@ -418,29 +418,30 @@ def _find_pairs(lo, hi, reach2, table, entries, keys, xs, cell_of, built, pairs,
 
 
 @numba.njit(cache=True, inline="always")
-def _touch(p, q, dx, dy, dz, d2, x, x_prev, rest, cloth, inv_mass, thickness, friction, pair, push, slip, slot):
-    """Write the contact of p and q (dx … = x_p − x_q, d2 its square length) to ``slot`` if they are
-    closer than their gap; return the next free slot.
-
-    The gap is the mean thickness, or, for mesh neighbours whose rest distance is below it, the rest
-    distance. push is the pair's separation per unit inverse mass ((gap − d) / d / (w_p + w_q) ×
-    (x_p − x_q): p moves by w_p × push, q by −w_q × push); slip the friction pull on p's motion over
-    the substep toward q's (f × (Δx_q − Δx_p), q gets the opposite)."""
+def _gap2(p, q, rest, cloth, thickness):
+    """Squared gap of particles p and q [m²]: the mean thickness, or, for mesh neighbours whose rest
+    distance is below it, the rest distance, so the cloth's own edges are not fought."""
     gap = 0.5 * (thickness[p] + thickness[q])
-    if d2 >= gap * gap or d2 < 1e-24:
-        return slot
-    w = inv_mass[p] + inv_mass[q]
-    if w == 0.0:
-        return slot
-    if cloth[p] == cloth[q]:                         # mesh neighbours keep their rest distance
+    g2 = gap * gap
+    if cloth[p] == cloth[q]:
         rx = rest[p, 0] - rest[q, 0]
         ry = rest[p, 1] - rest[q, 1]
         rz = rest[p, 2] - rest[q, 2]
-        r2 = rx * rx + ry * ry + rz * rz
-        if r2 < gap * gap:
-            if d2 >= r2:
-                return slot
-            gap = math.sqrt(r2)
+        g2 = min(g2, rx * rx + ry * ry + rz * rz)
+    return g2
+
+
+@numba.njit(cache=True, inline="always")
+def _write_contact(p, q, dx, dy, dz, d2, gap, x, x_prev, inv_mass, friction, pair, push, slip, slot):
+    """Write the contact of p and q, closer than their ``gap`` (dx … = x_p − x_q, d2 its square
+    length), to ``slot``; return the next free slot (the same if neither can move or they coincide).
+
+    push is the pair's separation per unit inverse mass ((gap − d) / d / (w_p + w_q) × (x_p − x_q):
+    p moves by w_p × push, q by −w_q × push); slip the friction pull on p's motion over the substep
+    toward q's (f × (Δx_q − Δx_p), q gets the opposite)."""
+    w = inv_mass[p] + inv_mass[q]
+    if w == 0.0 or d2 < 1e-24:
+        return slot
     d = math.sqrt(d2)
     s = (gap - d) / (d * w)
     f = 0.25 * (friction[p] + friction[q])
@@ -453,18 +454,9 @@ def _touch(p, q, dx, dy, dz, d2, x, x_prev, rest, cloth, inv_mass, thickness, fr
 
 @numba.njit(cache=True)
 def _pair_gaps(first, last, pairs, rest, cloth, thickness, gap2):
-    """The squared gap of each listed pair, fixed at the build: the mean thickness, or, for mesh
-    neighbours whose rest distance is below it, the rest distance (as in ``_touch``)."""
+    """The squared gap of each listed pair, fixed at the build."""
     for k in range(first, last):
-        p, q = pairs[k, 0], pairs[k, 1]
-        gap = 0.5 * (thickness[p] + thickness[q])
-        g2 = gap * gap
-        if cloth[p] == cloth[q]:
-            rx = rest[p, 0] - rest[q, 0]
-            ry = rest[p, 1] - rest[q, 1]
-            rz = rest[p, 2] - rest[q, 2]
-            g2 = min(g2, rx * rx + ry * ry + rz * rz)
-        gap2[k] = g2
+        gap2[k] = _gap2(pairs[k, 0], pairs[k, 1], rest, cloth, thickness)
 
 
 LIST_BLOCK = 256
@@ -495,21 +487,11 @@ def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pa
         for i in range(slot, touching):
             k = pair[i, 0]
             p, q = pairs[k, 0], pairs[k, 1]
-            w = inv_mass[p] + inv_mass[q]
             dx = x[p, 0] - x[q, 0]
             dy = x[p, 1] - x[q, 1]
             dz = x[p, 2] - x[q, 2]
-            d2 = dx * dx + dy * dy + dz * dz
-            if w == 0.0 or d2 < 1e-24:
-                continue
-            d = math.sqrt(d2)
-            s = (math.sqrt(gap2[k]) - d) / (d * w)
-            f = 0.25 * (friction[p] + friction[q])
-            pair[slot, 0], pair[slot, 1] = p, q
-            push[slot, 0], push[slot, 1], push[slot, 2] = dx * s, dy * s, dz * s
-            for c in range(3):
-                slip[slot, c] = f * ((x[q, c] - x_prev[q, c]) - (x[p, c] - x_prev[p, c]))
-            slot += 1
+            slot = _write_contact(p, q, dx, dy, dz, dx * dx + dy * dy + dz * dz, math.sqrt(gap2[k]), x, x_prev,
+                                  inv_mass, friction, pair, push, slip, slot)
     return slot
 
 
@@ -517,8 +499,7 @@ def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pa
 def _hash_escapees(escapee_count, escapees, n, x, cell, table, entries, keys, xs):
     """Counting-sort the escapees at their present positions into a table of about 16 buckets per
     escapee (a prefix of ``table``, a power of two plus one long), the layout of ``_sort_lane``;
-    return its size. Serial: there
-    are few escapees (more, and the list is rebuilt)."""
+    return its size. Serial: there are few escapees (more, and the list is rebuilt)."""
     chunks = escapee_count.shape[0]
     total = 0
     for chunk in range(chunks):
@@ -559,32 +540,31 @@ def _escapee_contacts(lo, count, escapees, moved, x, x_prev, built, drift, rest,
     """Contacts of the chunk's escapees (escapees[lo: lo + count]) that the list cannot hold, the
     pairs that were farther apart than the reach at the build: with particles that stayed, from
     the build's table near the escapee's present position less the common drift (a stayer is
-    within half the skin of where it was built plus the drift), and with later escapees, from the escapees' table. Return the slot after
-    the last, or −1 if ``last_slot`` was reached."""
+    within half the skin of where it was built plus the drift), and with later escapees, from the
+    escapees' table. Return the slot after the last, or −1 if ``last_slot`` was reached."""
     for k in range(count):
         p = escapees[lo + k]
-        for stayers in (True, False):
-            if stayers:
-                slot = _scan_escapee(p, True, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness,
-                                     thickest, (thickest + half_skin) ** 2, reach2, friction, cell, table, table.shape[0] - 1,
-                                     entries, keys, xs, pair, push, slip, slot, last_slot)
-            else:
-                slot = _scan_escapee(p, False, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness,
-                                     thickest, thickest * thickest, reach2, friction, cell, escapee_table, escapee_size,
-                                     escapee_entries, escapee_keys, escapee_xs, pair, push, slip, slot, last_slot)
-            if slot < 0:
-                return -1
+        slot = _scan_escapee(p, True, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest,
+                             (thickest + half_skin) ** 2, reach2, friction, cell, table, table.shape[0] - 1, entries,
+                             keys, xs, pair, push, slip, slot, last_slot)
+        if slot < 0:
+            return -1
+        slot = _scan_escapee(p, False, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest,
+                             thickest * thickest, reach2, friction, cell, escapee_table, escapee_size, escapee_entries,
+                             escapee_keys, escapee_xs, pair, push, slip, slot, last_slot)
+        if slot < 0:
+            return -1
     return slot
 
 
 @numba.njit(cache=True)
-def _scan_escapee(p, stayers, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest, near2, reach2,
-                  friction, cell, table, size, entries, keys, xs, pair, push, slip, slot, last_slot):
+def _scan_escapee(p, stayers, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest, near2,
+                  reach2, friction, cell, table, size, entries, keys, xs, pair, push, slip, slot, last_slot):
     """Scan the 27 cells around escapee p's present position in one table: the build's (``stayers``:
     xs holds positions as built, a candidate must not have moved and be within ``near2`` of p less
-    the drift) or
-    the escapees' (xs holds present positions; q > p, so a pair is found once). Pairs listed at
-    the build (closer than the reach then) are the list's."""
+    the drift) or the escapees' (xs holds present positions; q > p, so a pair is found once). Pairs
+    listed at the build (closer than the reach then) are the list's; the others touching p get a
+    contact, from slot on (−1 if ``last_slot`` was reached)."""
     mask = size - 1
     px, py, pz = x[p, 0], x[p, 1], x[p, 2]
     ax, ay, az = (px - drift[0], py - drift[1], pz - drift[2]) if stayers else (px, py, pz)
@@ -615,10 +595,13 @@ def _scan_escapee(p, stayers, drift, x, x_prev, built, moved, rest, cloth, inv_m
                     d2 = dx * dx + dy * dy + dz * dz
                     if d2 >= thickest2:
                         continue
+                    g2 = _gap2(p, q, rest, cloth, thickness)
+                    if d2 >= g2:
+                        continue
                     if slot == last_slot:
                         return -1
-                    slot = _touch(p, q, dx, dy, dz, d2, x, x_prev, rest, cloth, inv_mass, thickness, friction, pair,
-                                  push, slip, slot)
+                    slot = _write_contact(p, q, dx, dy, dz, d2, math.sqrt(g2), x, x_prev, inv_mass, friction, pair,
+                                          push, slip, slot)
     return slot
 
 
@@ -660,10 +643,10 @@ def _slots_fit(first_slot, last_slot):
 
 
 @numba.njit(cache=True, parallel=True)
-def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin, friction, rebuild_at, force,
-                   built, box, drift, moved, escapees, escapee_count, builds, bucket, lane_list, lane_count, table,
-                   entries, keys, xs, cell_of, pairs, gap2, first_pair, last_pair, escapee_table, escapee_entries, escapee_keys, escapee_xs,
-                   pair, push, slip, first_slot, last_slot):
+def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin, friction, rebuild_at, force, built,
+          box, drift, moved, escapees, escapee_count, builds, bucket, lane_list, lane_count, table, entries, keys, xs,
+          cell_of, pairs, gap2, first_pair, last_pair, escapee_table, escapee_entries, escapee_keys, escapee_xs, pair,
+          push, slip, first_slot, last_slot):
     """One self-collision pass: clamp and flag, rebuild the pair list if ``force`` or more than
     ``rebuild_at`` particles escaped, then find the contacts of the list and of the escapees.
     Return 0, or 1 if the pair list ran out of slots (grow it, force a rebuild), 2 if the contact
@@ -682,7 +665,8 @@ def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin,
     total = 0
     for chunk in range(chunks):              # not .sum(): parallel numba makes that a reduction, which allocates
         total += escapee_count[chunk]
-    if force or total > rebuild_at:
+    rebuilt = force or total > rebuild_at
+    if rebuilt:
         builds[0] += 1
         drift[:] = 0.0
         for chunk in prange(chunks):
@@ -700,7 +684,7 @@ def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin,
             return 1
         for chunk in prange(chunks):
             _pair_gaps(first_pair[chunk], last_pair[chunk], pairs, rest, cloth, thickness, gap2)
-        total = -1
+        total = 0
     for chunk in prange(chunks):
         last_slot[chunk] = _listed_contacts(first_pair[chunk], last_pair[chunk], pairs, gap2, x, x_prev, inv_mass,
                                             friction, pair, push, slip, first_slot[chunk],
@@ -715,7 +699,7 @@ def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin,
                     inv_mass, thickness, thickest, 0.5 * skin, cell * cell, friction, cell, table, entries, keys, xs,
                     escapee_table, escapee_size, escapee_entries, escapee_keys, escapee_xs, pair, push, slip,
                     last_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
-    if total >= 0:                           # not rebuilt: box holds motions since the build
+    if not rebuilt:                          # box holds the motions since the build
         _next_drift(box, drift)
     return 0 if _slots_fit(first_slot, last_slot) else 2
 
