@@ -1,1 +1,1 @@
-"""Loom benchmarks: ``python -m benchmarks <name> ...`` prints one JSON line per measurement."""
+"""Loom benchmarks: ``python -m loom.benchmarks <name> ...`` prints one JSON line per measurement."""

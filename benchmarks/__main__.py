@@ -1,10 +1,10 @@
-"""Entry point: ``python -m benchmarks sheet --n 64 128 ...`` (``--help`` lists the benchmarks)."""
+"""Entry point: ``python -m loom.benchmarks sheet --n 64 128 ...`` (``--help`` lists the benchmarks)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from benchmarks import drape, scenes, sheet, startup
+from loom.benchmarks import drape, scenes, sheet, startup
 
 BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup}
 
@@ -12,7 +12,7 @@ BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": start
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
-        p = argparse.ArgumentParser(prog="python -m benchmarks", description="Loom benchmarks; each prints JSON lines.")
+        p = argparse.ArgumentParser(prog="python -m loom.benchmarks", description="Loom benchmarks; each prints JSON lines.")
         p.add_argument("benchmark", choices=sorted(BENCHMARKS))
         p.parse_args(argv[:1])
         return

@@ -4,7 +4,7 @@ Prints one JSON line per n: particles, steps, steps_per_s, sim_ms_per_step and t
 breakdown in ms per step (constraints, self_collision, environment, integration, pins, other),
 and how many times the self-collision pair list was built (``list_builds``; the system runs once per substep).
 
-Run: python -m benchmarks drape --n 64 128 [--steps 120] [--threads 1|2] [--substeps 8]
+Run: python -m loom.benchmarks drape --n 64 128 [--steps 120] [--threads 1|2] [--substeps 8]
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
-from engine import App
-from games import drape
-from systems import DefaultPlugins
-from systems.self_collision import SelfCollisionBuffers
+from loom.engine import App
+from loom.games import drape
+from loom.systems import DefaultPlugins
+from loom.systems.collision.self_collision import SelfCollisionBuffers
 
 GROUPS = {"solve_constraints": "constraints", "collide_self": "self_collision",
           "collide_environment": "environment", "gather_colliders": "environment",
@@ -54,7 +54,7 @@ def run(n: int, *, steps: int, threads: int, substeps: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks drape", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m loom.benchmarks drape", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[64, 128])
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--threads", type=int, choices=(1, 2), default=2)

@@ -11,7 +11,7 @@ cores, on threads that keep running after the draw call returns, and slowed the 
 frame (cape 0.96 → 1.07 ms); a laptop's GPU does not. ``--no-render`` skips it.
 One JSON line per scene; ``--profile`` also prints a per-system table to stderr.
 
-Run: python -m benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads 1|2] [--profile]
+Run: python -m loom.benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads 1|2] [--profile]
      [--no-render]
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from components import Cloth, Pin, Wind
-from engine import App, Stage, mesh
-from systems import DefaultPlugins
+from loom.components import Cloth, Pin, Wind
+from loom.engine import App, Stage, mesh
+from loom.systems import DefaultPlugins
 
 GROUPS = {
     "predict_positions": "integration", "update_velocities": "integration", "predict_verlet": "integration",
@@ -65,16 +65,16 @@ def _flags100(app: App) -> list[Cloth]:
 def _scene(name: str) -> tuple[int, Callable[[App], object]]:
     """(substeps, build) for a scene name; the games are imported only when asked for."""
     if name == "cape":
-        from games import cape
+        from loom.games import cape
         return 8, cape.build_scene
     if name == "flag":
-        from games import flag
+        from loom.games import flag
         return flag.SUBSTEPS, flag.build_scene
     if name == "drape":
-        from games import drape
+        from loom.games import drape
         return drape.SUBSTEPS, lambda app: drape.build_scene(app, n=64)
     if name == "sandbox":
-        from games import sandbox
+        from loom.games import sandbox
         return 16, sandbox.build_scene
     if name == "flags100":
         return FLAGS100_SUBSTEPS, _flags100
@@ -92,7 +92,7 @@ def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = T
     app.add_plugin(DefaultPlugins)
     renderer = None
     if render:                                           # draws nothing until RENDER runs (phase 3)
-        from systems.render_gl import GLRenderer, GLRenderPlugin
+        from loom.systems.render.gl import GLRenderer, GLRenderPlugin
         app.add_plugin(GLRenderPlugin(width=640, height=360, headless=True))
         renderer = app.resource(GLRenderer)
     build(app)
@@ -147,7 +147,7 @@ def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = T
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks scenes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m loom.benchmarks scenes", description=__doc__.splitlines()[0])
     p.add_argument("--scene", nargs="+", default=["cape", "flag", "drape", "flags100"], choices=SCENES)
     p.add_argument("--frames", type=int, default=600)
     p.add_argument("--threads", type=int, choices=(1, 2), default=1)

@@ -5,7 +5,7 @@ particles in the xy plane (y up), top two corners pinned, density 0.1 kg/m², gr
 dt = 1/60 s split into ``--substeps``, velocities × 0.99 per step, structural + shear (both
 diagonals) + bend (two apart) distance links, structural compliance 0, ``--iters`` sweeps.
 
-Run: python -m benchmarks sheet --n 32 64 128 256 --substeps 4 --iters 10 --steps 120 [--tethers]
+Run: python -m loom.benchmarks sheet --n 32 64 128 256 --substeps 4 --iters 10 --steps 120 [--tethers]
      [--sphere] [--threads 1|2] [--model xpbd]
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ import json
 import math
 import time
 
-from components import MODELS, PRECISIONS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, VerletSettings
-from engine import App, mesh
-from systems import DefaultPlugins
+from loom.components import MODELS, PRECISIONS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, VerletSettings
+from loom.engine import App, mesh
+from loom.systems import DefaultPlugins
 
 
 def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float, sphere: bool,
@@ -72,7 +72,7 @@ def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks sheet", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m loom.benchmarks sheet", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[32, 64, 128], help="grid sizes (particles per side)")
     p.add_argument("--substeps", type=int, default=4)
     p.add_argument("--iters", type=int, default=10,

@@ -1,12 +1,12 @@
 """Start-up benchmark: seconds from launching a game to its first simulated (and drawn) frame.
 
-Each run is a fresh process, ``python -m games.<game> --frames 1 --report json``, timed from launch to
+Each run is a fresh process, ``python -m loom.games.<game> --frames 1 --report json``, timed from launch to
 exit, with SDL's offscreen video driver (an OpenGL window with no display; ``--headless`` skips the
 window). "cold" points numba at an empty cache directory, so every kernel the first frame needs
 compiles, as on a fresh machine; "warm" runs again on that cache (every later run). One JSON line
 per run: game, cache, seconds, first_frame_ms (the first step, where cold compiles), video_driver.
 
-Run: python -m benchmarks startup [--game cape] [--runs cold warm] [--headless]
+Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless]
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def run(game: str, cache_dir: str | None, *, headless: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks startup", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m loom.benchmarks startup", description=__doc__.splitlines()[0])
     p.add_argument("--game", choices=GAMES, default="cape")
     p.add_argument("--runs", nargs="+", choices=("cold", "warm"), default=["cold", "warm"],
                    help="cold: an empty numba cache; warm: the cache as it is (after cold: the one cold filled)")

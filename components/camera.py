@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from components._validate import floats, real
+from loom.components._validate import floats, real
 
 
 @dataclass(eq=False)

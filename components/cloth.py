@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from components._revision import Revisioned
-from components._validate import choice, floats, indices, integer, real, show
-from components.material import ClothMaterial
-from components.models import SETTINGS, settings_for
-from engine.coloring import color_order
-from engine.mesh import Mesh
+from loom.components._revision import Revisioned
+from loom.components._validate import choice, floats, indices, integer, real, show
+from loom.components.material import ClothMaterial
+from loom.components.models import SETTINGS, settings_for
+from loom.engine.coloring import color_order
+from loom.engine.mesh import Mesh
 
 MODELS = tuple(SETTINGS)
 """Solvers a cloth can select with ``model=``: xpbd (default), verlet, mass_spring, implicit.
@@ -37,7 +37,7 @@ class Cloth(Revisioned):
     """A cloth's particles, constraint tables and state, validated on construction.
 
     Every array is C-contiguous float64 (positions, masses) or int32 (indices). Link tables are
-    stored in colour order (see ``engine.coloring``): ``link_color_offsets[c]:link_color_offsets[c+1]``
+    stored in colour order (see ``loom.engine.coloring``): ``link_color_offsets[c]:link_color_offsets[c+1]``
     is colour c, whose links share no particle.
     """
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from components._validate import floats, indices, real, show
+from loom.components._validate import floats, indices, real, show
 
 
 @dataclass(eq=False)

@@ -1,7 +1,7 @@
 """Grab: one pointer's hold on a cloth particle — which particle, and where the pointer wants it.
 
 One Grab entity per pointer (mouse, touch, VR controller). The input code changes its data — most
-simply through ``systems.picking.update_grab`` — and the picking system does the rest: while
+simply through ``loom.systems.interaction.picking.update_grab`` — and the picking system does the rest: while
 ``active`` the particle gets infinite mass and is moved to ``target`` (Fuhrmann et al. 2003 §3,
 "User input", eq. 11); when ``active`` turns False it gets its mass back. Toggle ``active``;
 don't add and remove the component per click.
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from components._validate import floats, integer, real
+from loom.components._validate import floats, integer, real
 
 
 @dataclass(eq=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components._validate import floats
+from loom.components._validate import floats
 
 
 @dataclass(eq=False)

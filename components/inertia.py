@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from components._validate import integer, real
+from loom.components._validate import integer, real
 
 
 @dataclass(eq=False)

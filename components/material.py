@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from components._validate import choice, real
+from loom.components._validate import choice, real
 
 BEND_MODELS = ("distance", "dihedral")
 

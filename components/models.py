@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components._validate import choice, floats, integer, real
+from loom.components._validate import choice, floats, integer, real
 
 INTEGRATORS = ("explicit_euler", "symplectic_euler", "rk4", "verlet")
 

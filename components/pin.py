@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from components._revision import Revisioned
-from components._validate import floats, integer
-from engine.mesh import Mesh
+from loom.components._revision import Revisioned
+from loom.components._validate import floats, integer
+from loom.engine.mesh import Mesh
 
 
 @dataclass(eq=False)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from components._validate import choice, floats, integer, real, show
+from loom.components._validate import choice, floats, integer, real, show
 
 VIEWS = ("shaded", "normals", "wireframe", "strain", "particles")
 """Debug views ``RenderSettings.view`` may select, in the order the V key cycles them."""

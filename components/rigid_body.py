@@ -19,7 +19,7 @@ from typing import Any
 
 import pymunk
 
-from components._validate import real
+from loom.components._validate import real
 
 
 @dataclass(eq=False)

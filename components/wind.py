@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from components._validate import floats, integer, real
+from loom.components._validate import floats, integer, real
 
 
 @dataclass(eq=False)
@@ -26,7 +26,7 @@ class Wind:
 
     The air velocity at point p and time t is
     ``u = velocity·(1 + gust·s(t)) + turbulence·|velocity|·w(p, t)``, where s and w are smooth
-    seeded sums of sines bounded by 1 (``systems.wind.air_velocity`` evaluates it).
+    seeded sums of sines bounded by 1 (``loom.systems.forces.wind.air_velocity`` evaluates it).
     The force model (quadratic pressure drag along the triangle normal, lift across the flow and
     Provot's linear viscous term) is documented in ``systems/wind.py``.
     """
@@ -79,7 +79,7 @@ class Blower:
     ``speed·(radius/R)²·(1 − (r/R)²)²`` for r < R = radius + s·tan(spread), else not at all:
     the jet widens with the spread angle and slows as it widens (its volume flow is kept), and
     fades smoothly to its rim. Nothing blows behind the origin. Schönberger §3.3 blows "from the
-    position of the camera toward the cursor": ``systems.picking.update_blower`` does that.
+    position of the camera toward the cursor": ``loom.systems.interaction.picking.update_blower`` does that.
     """
 
     origin: Any = (0.0, 0.0, 0.0)

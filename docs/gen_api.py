@@ -20,14 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "api.md"
 
 MODULES: list[tuple[str, list[str]]] = [
-    ("Engine: the App and its frame", ["engine.app", "engine.schedule", "engine.clock", "engine.plugin"]),
-    ("Engine: meshes, windows, the command line", ["engine.mesh", "engine.window", "engine.runner"]),
-    ("Components: plain data", ["components.cloth", "components.material", "components.models", "components.pin",
-                                "components.transform", "components.collider", "components.rigid_body",
-                                "components.wind", "components.grab", "components.tearing", "components.gravity",
-                                "components.camera", "components.render"]),
-    ("Systems: the pipeline and its plugins", ["systems", "systems.sets"]),
-    ("Systems: rendering and the window", ["systems.render_soft", "systems.render_gl", "systems.window_runner"]),
+    ("Engine: the App and its frame", ["loom.engine.app", "loom.engine.schedule", "loom.engine.clock", "loom.engine.plugin"]),
+    ("Engine: meshes, windows, the command line", ["loom.engine.mesh", "loom.engine.window", "loom.engine.runner"]),
+    ("Components: plain data", ["loom.components.cloth", "loom.components.material", "loom.components.models", "loom.components.pin",
+                                "loom.components.transform", "loom.components.collider", "loom.components.rigid_body",
+                                "loom.components.wind", "loom.components.grab", "loom.components.tearing", "loom.components.gravity",
+                                "loom.components.camera", "loom.components.render"]),
+    ("Systems: the pipeline and its plugins", ["systems", "loom.systems.sets"]),
+    ("Systems: rendering and the window", ["loom.systems.render.soft", "loom.systems.render.gl", "loom.systems.render.window"]),
 ]
 """(section title, modules) in the order the reference lists them."""
 

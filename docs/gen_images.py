@@ -3,11 +3,11 @@
 Run from the repository root: ``python docs/gen_images.py [--only NAME ...]``. Every picture is one
 offscreen GL frame after ``--frames`` fixed steps, 960×640 or smaller:
 
-- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``: ``python -m games.NAME --headless --frames N --screenshot PATH``
+- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``: ``python -m loom.games.NAME --headless --frames N --screenshot PATH``
   (the flag with ``--sail``);
-- ``drape``: the drape game's own scene (``games.drape.build_scene``, n = 48) with the GL renderer added,
+- ``drape``: the drape game's own scene (``loom.games.drape.build_scene``, n = 48) with the GL renderer added,
   through the same runner and ``--screenshot`` (the drape game itself has no renderer);
-- ``model_NAME``: the hanging sheet scene (``games.hanging_sheet.build_scene``) with ``model=NAME``,
+- ``model_NAME``: the hanging sheet scene (``loom.games.hanging_sheet.build_scene``) with ``model=NAME``,
   through the runner's ``--screenshot`` (the hanging-sheet game always uses xpbd);
 - ``guide_cape``: the two cape snippets of docs/guide-cape.md, saved as ``cape_surface.png`` (software
   renderer, ``pygame.image.save``) and ``cape_gl.png`` (GL renderer, ``read_pixels``).
@@ -32,7 +32,7 @@ MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
 
 
 def game_screenshot(name: str, frames: int) -> None:
-    """Run ``python -m games.NAME --headless --frames N --screenshot docs/images/NAME.png``."""
+    """Run ``python -m loom.games.NAME --headless --frames N --screenshot docs/images/NAME.png``."""
     cmd = [sys.executable, "-m", f"games.{name}", *GAME_OPTIONS.get(name, ()), "--headless", "--frames", str(frames),
            "--screenshot", str(IMAGES / f"{name}.png")]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
@@ -40,10 +40,10 @@ def game_screenshot(name: str, frames: int) -> None:
 
 def scene_screenshot(build, path: Path, frames: int, size: tuple[int, int] = (960, 640), substeps: int = 16) -> None:
     """Build a scene with DefaultPlugins and the GL renderer, then run the runner's ``--screenshot``."""
-    from engine import App
-    from engine.runner import run_app
-    from systems import DefaultPlugins
-    from systems.render_gl import GLRenderPlugin, release_renderer
+    from loom.engine import App
+    from loom.engine.runner import run_app
+    from loom.systems import DefaultPlugins
+    from loom.systems.render.gl import GLRenderPlugin, release_renderer
 
     app = App(dt=1 / 60, substeps=substeps)
     app.add_plugin(DefaultPlugins)
@@ -60,8 +60,8 @@ def scene_screenshot(build, path: Path, frames: int, size: tuple[int, int] = (96
 
 
 def drape_screenshot() -> None:
-    from components import Camera
-    from games import drape
+    from loom.components import Camera
+    from loom.games import drape
 
     def build(app):
         drape.build_scene(app, n=48)
@@ -71,8 +71,8 @@ def drape_screenshot() -> None:
 
 def model_screenshot(model: str) -> None:
     """The hanging sheet (32×32 cotton, two corners pinned) stepped by ``model``, after 2 s."""
-    from components import Camera, Cloth, Pin
-    from engine import mesh
+    from loom.components import Camera, Cloth, Pin
+    from loom.engine import mesh
 
     def build(app):
         sheet = mesh.grid(32, 32, 1.0, 1.0, center=(0.0, 1.0, 0.0), plane="xz")

@@ -1,14 +1,14 @@
 """Loom's frame: App (world, resources, schedule, fixed-step clock), plugins, meshes, the runner.
 
 engine/ imports neither systems/ nor games/ nor components/: the standard cloth pipeline is a
-plugin group in ``systems``, and components import ``engine.mesh`` for their constructors.
+plugin group in ``systems``, and components import ``loom.engine.mesh`` for their constructors.
 """
-from engine import mesh
-from engine.app import App
-from engine.clock import FixedClock
-from engine.mesh import Mesh
-from engine.plugin import Plugin, PluginError, PluginGroup
-from engine.runner import WindowRunner
-from engine.schedule import Stage
+from loom.engine import mesh
+from loom.engine.app import App
+from loom.engine.clock import FixedClock
+from loom.engine.mesh import Mesh
+from loom.engine.plugin import Plugin, PluginError, PluginGroup
+from loom.engine.runner import WindowRunner
+from loom.engine.schedule import Stage
 
 __all__ = ["App", "FixedClock", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "WindowRunner", "mesh"]

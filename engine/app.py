@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 
 import esper
 
-from engine.clock import FixedClock
-from engine.plugin import ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins, plugin_name
-from engine.schedule import Schedule, Stage, System
+from loom.engine.clock import FixedClock
+from loom.engine.plugin import ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins, plugin_name
+from loom.engine.schedule import Schedule, Stage, System
 
 T = TypeVar("T")
 log = logging.getLogger("loom")
@@ -328,7 +328,7 @@ class App:
 
         Headless (or with no window plugin) it steps N frames and prints the report; a window
         plugin provides ``WindowRunner`` as a resource to open a window instead."""
-        from engine.runner import run_app
+        from loom.engine.runner import run_app
         return run_app(self, argv)
 
     def close(self) -> None:

@@ -60,7 +60,7 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
             print("loom: no window plugin added; running headless", file=sys.stderr)
         screenshot = getattr(args, "screenshot", None)
         if screenshot:
-            from engine.window import FrameCapture
+            from loom.engine.window import FrameCapture
             capture = app.resources.get(FrameCapture)
             if capture is None:
                 raise SystemExit("loom: --screenshot needs a GL renderer: add systems.render_gl.GLRenderPlugin() "

@@ -94,7 +94,7 @@ class Window:
 class FrameCapture:
     """App resource a renderer inserts: ``save(app, path)`` renders the current state once and writes a PNG.
 
-    ``engine.runner`` uses it for ``--screenshot PATH`` in headless runs."""
+    ``loom.engine.runner`` uses it for ``--screenshot PATH`` in headless runs."""
 
     save: Callable[[Any, str], None]
 

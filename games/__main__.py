@@ -1,8 +1,8 @@
 """List Loom's demo games, or run one by name.
 
-Run: python -m games                      one line per game: its name and what it shows
-     python -m games NAME [options]       the same as python -m games.NAME [options]
-     python -m games --precompile         run every game (and every cloth model) headless for two
+Run: python -m loom.games                      one line per game: its name and what it shows
+     python -m loom.games NAME [options]       the same as python -m loom.games.NAME [options]
+     python -m loom.games --precompile         run every game (and every cloth model) headless for two
                                           frames, so numba's cache holds their kernels: the next
                                           launch of any of them is warm (about 1.3 s to the first
                                           frame of the cape against 20 s cold, benchmarks/startup.py)
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in games:
-        print(f"python -m games: no game {name!r}; the games are {', '.join(games)}", file=sys.stderr)
+        print(f"python -m loom.games: no game {name!r}; the games are {', '.join(games)}", file=sys.stderr)
         return 2
     importlib.import_module(f"games.{name}").main(rest)
     return 0

@@ -5,7 +5,7 @@ colliders through the pymunk bridge (extruded 0.4 m along z). The cape — 20 ×
 0.5 m × 0.6 m — hangs from the hero's shoulders (pins carried by the hero's Transform), flows
 behind him, collides with his body and the level, and billows in the wind zones.
 
-Run: python -m games.cape [--headless --frames 600 --report json] [--screenshot out.png]
+Run: python -m loom.games.cape [--headless --frames 600 --report json] [--screenshot out.png]
 Keys: ←/→ run, Space/↑ jump, V views, Esc quit. Headless, a scripted run (right, jumps, back left) plays.
 """
 from __future__ import annotations
@@ -18,13 +18,13 @@ import numpy as np
 import pygame
 import pymunk
 
-from components import Camera, Cloth, ClothStyle, InputState, Pin, RigidBody2D, Space2D, Transform, Wind
-from engine import App, Stage, mesh
-from engine.runner import parser, run_app
-from engine.window import Window
-from systems import ClothSet, DefaultPlugins
-from systems.render_gl import GLRenderPlugin
-from systems.window_runner import WindowPlugin
+from loom.components import Camera, Cloth, ClothStyle, InputState, Pin, RigidBody2D, Space2D, Transform, Wind
+from loom.engine import App, Stage, mesh
+from loom.engine.runner import parser, run_app
+from loom.engine.window import Window
+from loom.systems import ClothSet, DefaultPlugins
+from loom.systems.render.gl import GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
 
 HERO_SIZE = (0.4, 0.8)        # [m] width, height
 HERO_DEPTH = 0.4              # [m] extent along z of the hero's collider
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(GLRenderPlugin(width=960, height=540))
     app.add_plugin(WindowPlugin(title="Loom — cape"))
     build_scene(app)
-    return run_app(app, argv, arg_parser=parser("python -m games.cape"))
+    return run_app(app, argv, arg_parser=parser("python -m loom.games.cape"))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ bending stiffness (stiff, medium, limp) and M the model (xpbd → verlet → mas
 live: the tablecloth is rebuilt where it is, moving as it was, so the same fall can finish in another
 fabric or solver.
 
-Run: python -m games.drape [--headless --frames 300 --report json] [--n 48] [--model xpbd] [--screenshot out.png]
+Run: python -m loom.games.drape [--headless --frames 300 --report json] [--n 48] [--model xpbd] [--screenshot out.png]
 Keys (window): B bending, M model, right-drag orbit, middle-drag pan, wheel zoom, V views, H HUD, Esc quit.
 """
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import pygame
 
-from components import MODELS, Camera, Cloth, ClothStyle, Collider, Cylinder, InputState, Plane, Sphere, Transform
-from components.models import SETTINGS
-from engine import App, Mesh, Stage, mesh
-from engine.runner import parser, run_app
-from systems import DefaultPlugins
-from systems.render_gl import GLRenderPlugin
-from systems.window_runner import WindowPlugin
+from loom.components import MODELS, Camera, Cloth, ClothStyle, Collider, Cylinder, InputState, Plane, Sphere, Transform
+from loom.components.models import SETTINGS
+from loom.engine import App, Mesh, Stage, mesh
+from loom.engine.runner import parser, run_app
+from loom.systems import DefaultPlugins
+from loom.systems.render.gl import GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
 
 TABLE_RADIUS = 0.5           # [m]
 TABLE_HEIGHT = 0.75          # [m], top surface
@@ -102,7 +102,7 @@ def drape_report(app: App) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    p = parser("python -m games.drape")
+    p = parser("python -m loom.games.drape")
     p.add_argument("--n", type=int, default=48, help="cloth particles per side (default 48)")
     p.add_argument("--model", choices=MODELS, default="xpbd")
     args, _ = p.parse_known_args(argv)

@@ -5,7 +5,7 @@ The game owns the window, the loop, the clock and the drawing order. Loom only s
 software renderer, after the sky and before the hero, so the cape hangs behind him. The cape's top
 edge is pinned to the hero's Transform: move the Transform and the cape follows. See docs/embedding.md.
 
-Run: python -m games.embed_surface [--headless --frames 300] · Keys: ←/→ run, Space jump, Esc quit
+Run: python -m loom.games.embed_surface [--headless --frames 300] · Keys: ←/→ run, Space jump, Esc quit
 Headless (SDL's dummy video driver, no window) the hero follows a script and one JSON line is printed:
 the App's report (frames, particles, nan …) plus hero_x [m], cloth_px (pixels the cape covers), draw_ms.
 """
@@ -15,16 +15,16 @@ import os
 import time
 from collections.abc import Sequence
 
-from components import Camera, Cloth, Pin, Transform
-from components.render import ClothStyle
-from engine import App, mesh
-from engine.runner import parser, print_report
-from systems import DefaultPlugins
+from loom.components import Camera, Cloth, Pin, Transform
+from loom.components.render import ClothStyle
+from loom.engine import App, mesh
+from loom.engine.runner import parser, print_report
+from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line
 import pygame  # noqa: E402
 
-from systems.render_soft import SoftRenderer  # noqa: E402
+from loom.systems.render.soft import SoftRenderer  # noqa: E402
 
 SIZE = (640, 360)                                    # [px]
 HERO_W, HERO_H = 0.4, 0.7                            # [m]
@@ -62,7 +62,7 @@ def hero_rect(hero: Transform) -> pygame.Rect:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    args = parser("python -m games.embed_surface").parse_args(argv)
+    args = parser("python -m loom.games.embed_surface").parse_args(argv)
     if args.headless:
         os.environ["SDL_VIDEODRIVER"] = "dummy"                                    # plain surfaces, no window
     pygame.display.init()                                                          # video only: no audio

@@ -4,7 +4,7 @@ Provot's two wind scenes: "a flag in a strong wind" — pinned along the hoist t
 and flapping in gusts — and "wind in a sail" — a sheet held only at its four corners, bellying out
 (``--sail``). Wind acts per triangle (drag along the normal, lift across it; systems/wind.py).
 
-Run: python -m games.flag [--sail] [--headless --frames 600 --report json] [--screenshot out.png]
+Run: python -m loom.games.flag [--sail] [--headless --frames 600 --report json] [--screenshot out.png]
 Keys (window): right-drag orbit, wheel zoom, V views, W wind on/off, Esc quit.
 """
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Sequence
 
 import pygame
 
-from components import Camera, Capsule, Cloth, Collider, Pin, Transform
-from components.render import ClothStyle, InputState
-from components.wind import Wind
-from engine import App, Stage, mesh
-from engine.runner import parser, run_app
-from systems import DefaultPlugins
-from systems.render_gl import GLRenderPlugin
-from systems.window_runner import WindowPlugin
+from loom.components import Camera, Capsule, Cloth, Collider, Pin, Transform
+from loom.components.render import ClothStyle, InputState
+from loom.components.wind import Wind
+from loom.engine import App, Stage, mesh
+from loom.engine.runner import parser, run_app
+from loom.systems import DefaultPlugins
+from loom.systems.render.gl import GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
 
 POLE_TOP = 3.0                # [m]
 WIND = (6.0, 0.0, 1.0)        # [m/s]: a fresh breeze, slightly across
@@ -60,7 +60,7 @@ def toggle_wind(app: App, dt: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    p = parser("python -m games.flag")
+    p = parser("python -m loom.games.flag")
     p.add_argument("--sail", action="store_true", help="add Provot's second scene: a sail held by its corners")
     args, _ = p.parse_known_args(argv)
     app = App(dt=1 / 60, substeps=SUBSTEPS)

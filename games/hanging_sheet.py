@@ -3,7 +3,7 @@
 The first scene of every cloth paper (Provot 1995's hanging cloth; Fuhrmann 2003 fig. 3): it
 shows stretch (there should be none to see), swinging without jitter, and settling.
 
-Run: python -m games.hanging_sheet [--headless --frames 300 --report json] [--n 32] [--model xpbd] [--screenshot out.png]
+Run: python -m loom.games.hanging_sheet [--headless --frames 300 --report json] [--n 32] [--model xpbd] [--screenshot out.png]
 With a display (or under `xvfb-run -a`, or SDL_VIDEODRIVER=offscreen) it opens a window: right-drag orbits,
 middle-drag pans, the wheel zooms, V cycles the views (shaded, normals, wireframe, strain, particles), H the
 HUD, Esc quits. Headless it prints one report line: frames, particles, sim_ms_per_frame, max_strain, min_y,
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from components import MODELS, Camera, Cloth, Pin
-from engine import App, mesh
-from engine.runner import parser, run_app
-from systems import DefaultPlugins
-from systems.render_gl import GLRenderPlugin
-from systems.window_runner import WindowPlugin
+from loom.components import MODELS, Camera, Cloth, Pin
+from loom.engine import App, mesh
+from loom.engine.runner import parser, run_app
+from loom.systems import DefaultPlugins
+from loom.systems.render.gl import GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
 
 
 def build_scene(app: App, n: int = 32, model: str = "xpbd") -> int:
@@ -32,7 +32,7 @@ def build_scene(app: App, n: int = 32, model: str = "xpbd") -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    p = parser("python -m games.hanging_sheet")
+    p = parser("python -m loom.games.hanging_sheet")
     p.add_argument("--n", type=int, default=32, help="particles per side (default 32)")
     p.add_argument("--model", choices=MODELS, default="xpbd", help="cloth solver (default xpbd)")
     args, _ = p.parse_known_args(argv)

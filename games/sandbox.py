@@ -5,7 +5,7 @@ is Fuhrmann et al. 2003 §3 "User input" (the grabbed particle gets infinite mas
 cursor at its depth), blowing is Schönberger §3.3 (air from the camera toward the cursor), tearing
 breaks links strained past 50 % for 0.05 s (systems/tearing.py).
 
-Run: python -m games.sandbox [--headless --frames 300 --report json] [--screenshot out.png]
+Run: python -m loom.games.sandbox [--headless --frames 300 --report json] [--screenshot out.png]
 
 Keys (window):
     left-drag    grab the particle under the cursor      T      tearing on/off
@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pygame
 
-from components import (MODELS, Blower, Camera, Cloth, ClothMaterial, Collider, Grab, InputState, Pin,
+from loom.components import (MODELS, Blower, Camera, Cloth, ClothMaterial, Collider, Grab, InputState, Pin,
                         Plane, Tearable, Transform)
-from components.render import ClothStyle
-from engine import App, Mesh, Stage, mesh
-from engine.runner import parser, run_app
-from systems import ClothSet, DefaultPlugins
-from systems.picking import pick_particle, update_blower, update_grab
-from systems.render_gl import GLRenderPlugin
-from systems.window_runner import WindowPlugin
+from loom.components.render import ClothStyle
+from loom.engine import App, Mesh, Stage, mesh
+from loom.engine.runner import parser, run_app
+from loom.systems import ClothSet, DefaultPlugins
+from loom.systems.interaction.picking import pick_particle, update_blower, update_grab
+from loom.systems.render.gl import GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
 
 SIDE = 32                     # particles per side of the sheet
 SIZE = 1.0                    # [m]
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(WindowPlugin(title="Loom — sandbox: drag grab · Space blow · T tear · P pin · M model · "
                                       "1–5 fabric · R reset"))
     build_scene(app)
-    return run_app(app, argv, arg_parser=parser("python -m games.sandbox"))
+    return run_app(app, argv, arg_parser=parser("python -m loom.games.sandbox"))
 
 
 if __name__ == "__main__":

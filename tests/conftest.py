@@ -7,8 +7,8 @@ import pytest
 
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from engine import App  # noqa: E402
-from systems import DefaultPlugins  # noqa: E402
+from loom.engine import App  # noqa: E402
+from loom.systems import DefaultPlugins  # noqa: E402
 
 
 @pytest.fixture

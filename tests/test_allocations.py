@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = r'''
 import numpy as np
 from numba.core.runtime import rtsys
-from components import Cloth, Collider, Pin, Sphere, Transform, Wind
-from engine import App, Stage, mesh
-from systems import DefaultPlugins
+from loom.components import Cloth, Collider, Pin, Sphere, Transform, Wind
+from loom.engine import App, Stage, mesh
+from loom.systems import DefaultPlugins
 
 app = App(dt=1 / 60, substeps=4, threads=1).add_plugin(DefaultPlugins)
 sheet = mesh.grid(24, 24, 1.0, 1.0, center=(0.0, 1.0, 0.0), plane="xz")
@@ -66,9 +66,9 @@ NUMPY_CONSTRUCTORS = ("zeros", "empty", "ones", "full", "array", "asarray", "asc
 def test_a_steady_frame_allocates_no_numpy_array(scene, monkeypatch):
     """After the first frames (scratch sized, batches built), stepping calls no numpy constructor: the
     cape (pymunk bodies, carried pins, wind zones, colliders) and 100 flags (every batch, gusty wind)."""
-    from benchmarks.scenes import _scene
-    from engine import App
-    from systems import DefaultPlugins
+    from loom.benchmarks.scenes import _scene
+    from loom.engine import App
+    from loom.systems import DefaultPlugins
 
     substeps, build = _scene(scene)
     app = App(dt=1 / 60, substeps=substeps, threads=1).add_plugin(DefaultPlugins)

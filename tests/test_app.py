@@ -9,9 +9,9 @@ import esper
 import numpy as np
 import pytest
 
-from components import Cloth, ClothMaterial, Gravity, Pin, Transform
-from engine import App, Stage, mesh
-from systems import ClothSet, DefaultPlugins
+from loom.components import Cloth, ClothMaterial, Gravity, Pin, Transform
+from loom.engine import App, Stage, mesh
+from loom.systems import ClothSet, DefaultPlugins
 
 DT = 1.0 / 60.0            # [s]
 

@@ -6,11 +6,11 @@ import numba
 import numpy as np
 import pytest
 
-from components import Cloth, Pin, Wind
-from engine import mesh
-from systems.batch import BATCH_MIN_CLOTHS, Batch, revisions
-from systems.constraints import ConstraintBatch
-from systems.integration import IntegrationBatch
+from loom.components import Cloth, Pin, Wind
+from loom.engine import mesh
+from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from loom.systems.xpbd.constraints import ConstraintBatch
+from loom.systems.xpbd.predict import IntegrationBatch
 
 
 def _flag(k: int, material: str = "cotton") -> tuple[Cloth, Pin, mesh.Mesh]:

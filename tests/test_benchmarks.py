@@ -12,7 +12,7 @@ SHEET_KEYS = {"impl", "n", "particles", "constraints", "steps", "wall_s", "steps
 
 
 def run_benchmark(*args: str) -> list[dict]:
-    out = subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", *args], cwd=ROOT, capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
@@ -30,13 +30,13 @@ def test_sheet_benchmark_prints_one_json_line_per_size():
 
 
 def test_sheet_benchmark_rejects_a_one_particle_sheet():
-    out = subprocess.run([sys.executable, "-m", "benchmarks", "sheet", "--n", "1"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "sheet", "--n", "1"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 2 and "--n 1" in out.stderr
 
 
 def test_benchmark_stdout_is_only_json_lines():
-    out = subprocess.run([sys.executable, "-m", "benchmarks", "sheet", "--n", "4", "--steps", "2"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "sheet", "--n", "4", "--steps", "2"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("{"), out.stdout

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from components import Box, Capsule, Cloth, ClothMaterial, Collider, Plane, Prism, Sphere, Transform, TriangleMesh
-from engine import mesh
+from loom.components import Box, Capsule, Cloth, ClothMaterial, Collider, Plane, Prism, Sphere, Transform, TriangleMesh
+from loom.engine import mesh
 
 THICK = 0.01                                                  # cloth thickness [m]
 

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from components import Cloth, ClothMaterial, Collider, Pin, Plane, Sphere, Transform
-from engine import mesh
+from loom.components import Cloth, ClothMaterial, Collider, Pin, Plane, Sphere, Transform
+from loom.engine import mesh
 
 
 def particle(app, position, *, friction: float = 0.5, thickness: float = 0.01) -> Cloth:

@@ -1,5 +1,5 @@
 """The demo games: each runs from its command line and reports no NaN, each GL game draws a frame that is not blank,
-``python -m games`` lists them, the sandbox's scripted player grabs, blows, tears and switches model, its keys and the
+``python -m loom.games`` lists them, the sandbox's scripted player grabs, blows, tears and switches model, its keys and the
 drape's keys rebuild the cloth where it is, and the cape's hero runs 600 frames with no cape particle inside him.
 
 Most checks call a game's ``main(argv)`` (it returns the report) or its ``build_scene`` in this process; only the
@@ -18,12 +18,12 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from components import MODELS, Blower, Camera, Cloth, ClothMaterial, Grab, InputState, Pin, Tearable
-from components.render import RenderSettings
-from engine import Stage
-from games import cape, drape, sandbox
-from games.__main__ import find_games
-from games.__main__ import main as games_main
+from loom.components import MODELS, Blower, Camera, Cloth, ClothMaterial, Grab, InputState, Pin, Tearable
+from loom.components.render import RenderSettings
+from loom.engine import Stage
+from loom.games import cape, drape, sandbox
+from loom.games.__main__ import find_games
+from loom.games.__main__ import main as games_main
 
 ROOT = Path(__file__).resolve().parent.parent
 GAMES = [g for g in ("hanging_sheet", "flag", "cape", "drape", "sandbox", "embed_surface")
@@ -81,7 +81,7 @@ def test_a_frame_of_each_gl_game_rendered_offscreen_is_not_blank(game, tmp_path)
 
 
 def test_python_m_games_lists_every_game_with_the_first_line_of_its_docstring():
-    run = subprocess.run([sys.executable, "-m", "games"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    run = subprocess.run([sys.executable, "-m", "loom.games"], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, SDL_AUDIODRIVER="dummy"))
     assert run.returncode == 0, run.stderr
     lines = run.stdout.strip().splitlines()
@@ -256,14 +256,14 @@ def test_cape_hero_runs_600_frames_and_no_cape_particle_is_ever_inside_him(make_
 
 @pytest.mark.parametrize("model", MODELS)
 def test_hanging_sheet_runs_every_model(model):
-    from games import hanging_sheet
+    from loom.games import hanging_sheet
     report = hanging_sheet.main(["--headless", "--frames", "60", "--report", "json", "--n", "16", "--model", model])
     assert report["nan"] is False and report["rejected_steps"] == 0 and report["frames"] == 60
     assert report["max_strain"] < 0.5, f"{model}: max strain {report['max_strain']:.3f}"
 
 
 def test_precompile_runs_each_game_headless_and_reports_it(capsys, monkeypatch):
-    from games import __main__ as lister
+    from loom.games import __main__ as lister
     monkeypatch.setattr(lister, "PRECOMPILE_EXTRA", (("hanging_sheet", "--model", "verlet"),))
     assert lister.precompile({"hanging_sheet": ""}) == 0
     lines = capsys.readouterr().out.splitlines()

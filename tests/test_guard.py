@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from components import Cloth, MassSpringSettings, Pin
-from engine import mesh
+from loom.components import Cloth, MassSpringSettings, Pin
+from loom.engine import mesh
 
 
 def test_guard_refuses_an_exploding_explicit_integrator_before_it_overflows(make_app):

@@ -10,13 +10,13 @@ import pytest
 import scipy.sparse as sparse
 from scipy.sparse.linalg import spsolve
 
-from components import (STRETCH, Box, Capsule, Cloth, Collider, ColliderSet, Gravity, ImplicitSettings, Pin, Plane,
+from loom.components import (STRETCH, Box, Capsule, Cloth, Collider, ColliderSet, Gravity, ImplicitSettings, Pin, Plane,
                         Sphere, Transform, TriangleMesh)
-from components.cloth import dihedral_angles
-from engine import mesh
-from systems.block_sparse import FIXED, FREE, NORMAL, modified_pcg, multiply_add, to_scipy
-from systems.implicit import ImplicitWorkspace, ImplicitWorkspaces
-from systems.implicit_forces import assemble, elastic_energy
+from loom.components.cloth import dihedral_angles
+from loom.engine import mesh
+from loom.systems.models.implicit.block_sparse import FIXED, FREE, NORMAL, modified_pcg, multiply_add, to_scipy
+from loom.systems.models.implicit.solver import ImplicitWorkspace, ImplicitWorkspaces
+from loom.systems.models.implicit.forces import assemble, elastic_energy
 
 G = 9.81
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import bake, io, mesh, thickness
+from loom.engine import mesh
+from loom.files import bake, thickness
+from loom.files import meshes as io
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -203,7 +205,7 @@ def test_bake_refuses_to_resume_a_different_bake(tmp_path, reference_bake):
 
 
 def test_bake_command_line_shows_a_progress_bar_and_writes_ply(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "engine.bake", "hanging_sheet", "--frames", "3", "--out",
+    result = subprocess.run([sys.executable, "-m", "loom.files.bake", "hanging_sheet", "--frames", "3", "--out",
                              str(tmp_path), "--format", "ply", "--set", "n=6"], cwd=REPO, capture_output=True,
                             timeout=120)                      # bytes: text mode would turn the \r into \n
     stderr = result.stderr.decode()

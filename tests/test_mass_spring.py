@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from components import SHEAR, STRETCH, Cloth, ClothMaterial, Gravity, MassSpringSettings, Pin
-from engine import App, Stage, mesh
-from systems import ClothSet
-from systems.mass_spring import MassSpringScratch, _spring_forces
+from loom.components import SHEAR, STRETCH, Cloth, ClothMaterial, Gravity, MassSpringSettings, Pin
+from loom.engine import App, Stage, mesh
+from loom.systems import ClothSet
+from loom.systems.models.mass_spring import MassSpringScratch, _spring_forces
 
 G = 9.81
 M1, M2 = 0.2, 0.3                      # [kg]

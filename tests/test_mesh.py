@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import mesh
-from engine.mesh import Mesh
+from loom.engine import mesh
+from loom.engine.mesh import Mesh
 
 SQUARE = np.array([(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (1.0, 1.0, 0.0), (0.0, 1.0, 0.0)])   # [m]
 SQUARE_TRIANGLES = np.array([[0, 1, 2], [0, 2, 3]])

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components import Camera, Cloth, Pin
-from components.grab import Grab
-from components.wind import Blower
-from engine import mesh
-from systems.picking import pick_particle, update_blower, update_grab
+from loom.components import Camera, Cloth, Pin
+from loom.components.grab import Grab
+from loom.components.wind import Blower
+from loom.engine import mesh
+from loom.systems.interaction.picking import pick_particle, update_blower, update_grab
 
 W, H = 800, 600                                                     # viewport [px]
 

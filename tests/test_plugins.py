@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components import Cloth, Collider, Pin, Plane, Tearable, Transform
-from engine import App, PluginError, Stage, mesh
-from engine import plugin as plugin_module
-from systems import ClothSet, DefaultPlugins
+from loom.components import Cloth, Collider, Pin, Plane, Tearable, Transform
+from loom.engine import App, PluginError, Stage, mesh
+from loom.engine import plugin as plugin_module
+from loom.systems import ClothSet, DefaultPlugins
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "loom_vortex"

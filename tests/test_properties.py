@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from components import (Box, Capsule, Cloth, ClothMaterial, Collider, Cylinder, ImplicitSettings, MassSpringSettings,
+from loom.components import (Box, Capsule, Cloth, ClothMaterial, Collider, Cylinder, ImplicitSettings, MassSpringSettings,
                         Pin, Plane, Prism, Sphere, Transform, TriangleMesh, VerletSettings, Wind)
-from components.inertia import Inertia
-from engine import App, mesh
-from systems import DefaultPlugins
+from loom.components.inertia import Inertia
+from loom.engine import App, mesh
+from loom.systems import DefaultPlugins
 
 EXAMPLES = 40
 bounded = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -5,8 +5,8 @@ import numpy as np
 import pymunk
 import pytest
 
-from components import Cloth, ClothMaterial, Pin, RigidBody2D, Space2D
-from engine import mesh
+from loom.components import Cloth, ClothMaterial, Pin, RigidBody2D, Space2D
+from loom.engine import mesh
 
 
 def trampoline(app, two_way=True):
@@ -62,7 +62,7 @@ def test_rigid_body_rejects_a_non_body():
 
 
 def test_a_pymunk_box_becomes_a_box_collider_and_other_polygons_prisms(make_app):
-    from components import Box, Collider, Prism, Transform
+    from loom.components import Box, Collider, Prism, Transform
     app = make_app()
     body = pymunk.Body(1.0, 1.0)
     body.position = (2.0, 1.0)

@@ -13,16 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components import (Box, Camera, Capsule, Cloth, Collider, Cylinder, Pin, Plane, Prism, Sphere, Transform,
+from loom.components import (Box, Camera, Capsule, Cloth, Collider, Cylinder, Pin, Plane, Prism, Sphere, Transform,
                         TriangleMesh)
-from components.render import ClothStyle, InputState, RenderSettings
-from engine import App, mesh
-from engine.runner import run_app
-from engine.window import FrameCapture
-from systems import DefaultPlugins
-from systems.render_gl import GLRenderer, GLRenderPlugin, read_pixels, release_renderer, render_frame, tessellate
-from systems.surface import vertex_normals
-from systems.window_runner import orbit_camera
+from loom.components.render import ClothStyle, InputState, RenderSettings
+from loom.engine import App, mesh
+from loom.engine.runner import run_app
+from loom.engine.window import FrameCapture
+from loom.systems import DefaultPlugins
+from loom.systems.render.gl import GLRenderer, GLRenderPlugin, read_pixels, release_renderer, render_frame, tessellate
+from loom.systems.render.surface import vertex_normals
+from loom.systems.render.window import orbit_camera
 
 ROOT = Path(__file__).resolve().parent.parent
 W, H = 320, 240
@@ -241,14 +241,14 @@ def test_right_drag_orbits_and_wheel_zooms_the_camera(make_app):
 _WINDOW_SCRIPT = """
 import json, sys
 import pygame
-from components import Camera
-from components.render import InputState, RenderSettings
-from engine import App, Stage
-from engine.runner import run_app
-from games.hanging_sheet import build_scene
-from systems import DefaultPlugins
-from systems.render_gl import GLRenderPlugin
-from systems.window_runner import WindowPlugin
+from loom.components import Camera
+from loom.components.render import InputState, RenderSettings
+from loom.engine import App, Stage
+from loom.engine.runner import run_app
+from loom.games.hanging_sheet import build_scene
+from loom.systems import DefaultPlugins
+from loom.systems.render.gl import GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
 
 app = App(substeps=4)
 app.add_plugin(DefaultPlugins)
@@ -295,7 +295,7 @@ def test_real_window_under_xvfb_saves_a_screenshot_that_is_not_blank(tmp_path):
     out = tmp_path / "window.png"
     env = {k: v for k, v in os.environ.items() if k not in ("SDL_VIDEODRIVER", "DISPLAY", "WAYLAND_DISPLAY")}
     env["SDL_AUDIODRIVER"] = "dummy"
-    run = subprocess.run([xvfb, "-a", sys.executable, "-m", "games.hanging_sheet", "--n", "16", "--frames", "30",
+    run = subprocess.run([xvfb, "-a", sys.executable, "-m", "loom.games.hanging_sheet", "--n", "16", "--frames", "30",
                           "--screenshot", str(out), "--report", "json"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -311,7 +311,7 @@ def test_real_window_under_xvfb_saves_a_screenshot_that_is_not_blank(tmp_path):
 def test_missing_gl_says_what_to_install_and_dummy_video_has_no_window(monkeypatch):
     import moderngl
 
-    from engine.window import create_gl_context, display_available
+    from loom.engine.window import create_gl_context, display_available
 
     def no_egl(*args, **kwargs):
         raise Exception("libEGL.so: cannot open shared object file")

@@ -21,10 +21,10 @@ import numpy as np  # noqa: E402
 import pygame  # noqa: E402
 import pytest  # noqa: E402
 
-from components import Camera, Cloth  # noqa: E402
-from components.render import ClothStyle, RenderSettings  # noqa: E402
-from engine import App, mesh  # noqa: E402
-from systems.render_soft import SoftRenderer, SoftRenderPlugin  # noqa: E402
+from loom.components import Camera, Cloth  # noqa: E402
+from loom.components.render import ClothStyle, RenderSettings  # noqa: E402
+from loom.engine import App, mesh  # noqa: E402
+from loom.systems.render.soft import SoftRenderer, SoftRenderPlugin  # noqa: E402
 
 SIZE = (160, 120)
 BACKGROUND = (10, 200, 10)
@@ -224,7 +224,7 @@ def test_plugin_draws_every_cloth_in_the_render_stage(make_app):
 def test_embed_surface_runs_headless_and_reports_json_without_nan():
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy")
-    run = subprocess.run([sys.executable, "-m", "games.embed_surface", "--headless", "--frames", "90"],
+    run = subprocess.run([sys.executable, "-m", "loom.games.embed_surface", "--headless", "--frames", "90"],
                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import Cloth, Gravity
-from engine import App, PluginGroup, Stage, mesh
-from systems import ClothPlugin, ClothSet, DefaultPlugins
+from loom.components import Cloth, Gravity
+from loom.engine import App, PluginGroup, Stage, mesh
+from loom.systems import ClothPlugin, ClothSet, DefaultPlugins
 
 DT = 0.25                  # [s]: a binary fraction, so dt / substeps is exact and dt can be compared with ==
 SUBSTEPS = 4

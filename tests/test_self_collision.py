@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from components import Capsule, Cloth, Collider, Plane, Transform
-from engine import mesh
+from loom.components import Capsule, Cloth, Collider, Plane, Transform
+from loom.engine import mesh
 
 
 def close_non_neighbour_pairs(x: np.ndarray, rest: np.ndarray, limit: float) -> np.ndarray:
@@ -137,7 +137,7 @@ def test_pair_list_and_escapees_find_exactly_the_touching_pairs(make_app, monkey
     # The list is built at one crumple; then every particle drifts by a common shift plus up to a
     # quarter thickness (stays listed), and one in ten jumps up to two thicknesses (escapees, found
     # by search). The contacts of that pass must be the brute-force set, pair for pair.
-    from systems import self_collision
+    from loom.systems.collision import self_collision
 
     monkeypatch.setattr(self_collision, "REBUILD_FRACTION", 1.0)            # no rebuild at the second pass
     t = 0.02
@@ -175,7 +175,7 @@ def test_pair_list_and_escapees_find_exactly_the_touching_pairs(make_app, monkey
 def test_self_collision_is_bit_identical_on_one_and_two_threads(make_app):
     # A 24×24 sheet falls in a heap: the list is built many times and escapees are searched for
     # between builds; fixed chunks and lanes must move it alike on any thread count, bit for bit.
-    from systems import self_collision
+    from loom.systems.collision import self_collision
 
     out, builds = {}, {}
     for threads in (1, 2):

@@ -11,12 +11,12 @@ import numpy as np
 import pymunk
 import pytest
 
-from components import Cloth, Collider, Pin, RigidBody2D, Space2D, Sphere, Transform, Wind
-from engine import App, Stage, mesh
-from engine.replay import Recorder, ReplayError, load_replay, replay, save_replay
-from engine.snapshot import (FORMAT_VERSION, HEADER_SIZE, KIND_SNAPSHOT, SnapshotError, load_snapshot,
+from loom.components import Cloth, Collider, Pin, RigidBody2D, Space2D, Sphere, Transform, Wind
+from loom.engine import App, Stage, mesh
+from loom.files.replay import Recorder, ReplayError, load_replay, replay, save_replay
+from loom.files.snapshot import (FORMAT_VERSION, HEADER_SIZE, KIND_SNAPSHOT, SnapshotError, load_snapshot,
                              save_snapshot, write_container)
-from systems import ClothSet
+from loom.systems import ClothSet
 
 
 # --- scene: a pinned sheet, a sphere on a scripted path, gusty wind, a pymunk ball ---------------------

@@ -15,11 +15,11 @@ import logging
 import numpy as np
 import pytest
 
-from components import Cloth, Gravity, MassSpringSettings, Pin, Transform, Wind
-from components.inertia import Inertia
-from engine import App, Stage, mesh
-from systems.guard import MAX_STRETCH, Recovery
-from systems.teleport import teleport
+from loom.components import Cloth, Gravity, MassSpringSettings, Pin, Transform, Wind
+from loom.components.inertia import Inertia
+from loom.engine import App, Stage, mesh
+from loom.systems.pipeline.guard import MAX_STRETCH, Recovery
+from loom.systems.interaction.teleport import teleport
 
 MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
 STRESS_BOUND = MAX_STRETCH
@@ -189,8 +189,8 @@ def test_ten_thousand_frames_of_the_cape_game_with_hitches_stay_finite_and_bound
     After the game's 9 s script, the hero keeps running between x = −4 m and 16 m (through the
     wind zone and under the platforms) and jumps every 1.5 s; the frame times handed to
     ``update`` are 1/60 s with a 1 s hitch every 500 frames."""
-    from games.cape import build_scene
-    from systems import DefaultPlugins
+    from loom.games.cape import build_scene
+    from loom.systems import DefaultPlugins
 
     app = App(dt=1 / 60, substeps=8)
     try:

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from components import Cloth
-from engine import mesh
-from systems.surface import ClothSurface, loop_stencil, subdivide, vertex_normals, vertex_strain
+from loom.components import Cloth
+from loom.engine import mesh
+from loom.systems.render.surface import ClothSurface, loop_stencil, subdivide, vertex_normals, vertex_strain
 
 
 def bent_onto_cylinder(nx: int, radius: float) -> tuple[mesh.Mesh, np.ndarray, float]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components import STRETCH, Cloth, Pin
-from components.tearing import Tearable
-from engine import mesh
-from systems.tearing import retopologize
+from loom.components import STRETCH, Cloth, Pin
+from loom.components.tearing import Tearable
+from loom.engine import mesh
+from loom.systems.interaction.tearing import retopologize
 
 DT = 1 / 60
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from components import PRESETS, Cloth, ClothMaterial, Gravity, Pin, Transform
-from engine import App, FixedClock, mesh
+from loom.components import PRESETS, Cloth, ClothMaterial, Gravity, Pin, Transform
+from loom.engine import App, FixedClock, mesh
 
 NO_LINKS = np.zeros((0, 2), np.int32)
 NO_KINDS = np.zeros(0, np.int8)

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from components import BEND, SHEAR, STRETCH, Cloth, Gravity, Pin, VerletSettings
-from engine import App, mesh
+from loom.components import BEND, SHEAR, STRETCH, Cloth, Gravity, Pin, VerletSettings
+from loom.engine import App, mesh
 
 G = 9.81
 

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from components import Cloth, ClothMaterial, Gravity, Pin
-from components.wind import Blower, Wind
-from engine import mesh
-from systems.wind import air_velocity, apply_wind, gust_factor
+from loom.components import Cloth, ClothMaterial, Gravity, Pin
+from loom.components.wind import Blower, Wind
+from loom.engine import mesh
+from loom.systems.forces.wind import air_velocity, apply_wind, gust_factor
 
 RHO, CD = 1.2, 1.0
 

@@ -7,11 +7,11 @@ import numba
 import numpy as np
 import pytest
 
-from components import STRETCH, Cloth, ClothMaterial, Gravity, Pin, Transform
-from components.cloth import dihedral_angles
-from engine import App, mesh
-from systems import constraints
-from systems.constraints import _project_bend
+from loom.components import STRETCH, Cloth, ClothMaterial, Gravity, Pin, Transform
+from loom.components.cloth import dihedral_angles
+from loom.engine import App, mesh
+from loom.systems.xpbd import constraints
+from loom.systems.xpbd.constraints import _project_bend
 
 G = 9.81
 STILL = ClothMaterial(damping=0.0)

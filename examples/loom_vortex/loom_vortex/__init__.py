@@ -19,9 +19,9 @@ from typing import Any
 import numba
 import numpy as np
 
-from components import Cloth
-from engine import App, Stage
-from systems import ClothSet
+from loom.components import Cloth
+from loom.engine import App, Stage
+from loom.systems import ClothSet
 
 __all__ = ["Seam", "SewingPlugin", "Vortex", "VortexPlugin", "sew", "swirl"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components import Cloth, Gravity
-from engine import App, mesh
-from systems import DefaultPlugins
+from loom.components import Cloth, Gravity
+from loom.engine import App, mesh
+from loom.systems import DefaultPlugins
 
 import loom_vortex
 

@@ -1,0 +1,87 @@
+"""Loom: cloth for Python game prototypes — capes, flags, banners, curtains — on esper, numba and moderngl.
+
+A game writes ``import loom`` and little else::
+
+    import loom
+
+    app = loom.App(dt=1 / 60, substeps=16)
+    app.add_plugin(loom.DefaultPlugins)                       # the whole cloth pipeline
+    sheet = loom.mesh.grid(32, 32, 1.0, 1.0, center=(0, 1, 0), plane="xz")
+    app.spawn(loom.Cloth.from_mesh(sheet, "cotton"), loom.Pin.corners(sheet, "top"))
+    app.step(frames=60)
+
+The everyday API, by where it lives:
+
+=====================  ===========================================================================
+the frame              ``App``, ``Stage``, ``Plugin``, ``PluginGroup``, ``FixedClock``, ``mesh``, ``Mesh``
+                       (``loom.engine``)
+cloth                  ``Cloth``, ``ClothMaterial``, ``Pin``, ``Transform``, ``Gravity``, ``Tearable``,
+                       ``VerletSettings``, ``MassSpringSettings``, ``ImplicitSettings``
+colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylinder``, ``Box``, ``Prism``,
+                       ``TriangleMesh``, ``RigidBody2D``, ``Space2D``
+air and input          ``Wind``, ``Blower``, ``Grab``, ``Camera``, ``InputState``
+looks                  ``ClothStyle``, ``RenderSettings`` (``loom.components``)
+the pipeline           ``DefaultPlugins``, ``ClothSet`` (``loom.systems``: one subpackage per concern)
+drawing                ``GLRenderPlugin``, ``SoftRenderer``, ``SoftRenderPlugin``, ``WindowPlugin``
+                       (``loom.systems.render``)
+files                  ``load_obj``, ``save_obj``, ``save_snapshot``, ``load_snapshot`` (``loom.files``)
+=====================  ===========================================================================
+
+Subpackages: ``loom.engine`` (App, schedule, clock, plugins, meshes, window, runner), ``loom.components``
+(plain data, validated), ``loom.systems`` (behaviour and numba kernels), ``loom.files`` (OBJ/PLY, bake,
+thickness, snapshots, replays), ``loom.games`` (``python -m loom.games``), ``loom.benchmarks``
+(``python -m loom.benchmarks``). docs/architecture.md draws the layers and what each may import.
+
+Names load on first use, so ``import loom`` costs nothing until a name is touched.
+"""
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import Any as _Any
+
+_PUBLIC: dict[str, str] = {
+    # the frame
+    "App": "loom.engine", "Stage": "loom.engine", "Plugin": "loom.engine", "PluginGroup": "loom.engine",
+    "PluginError": "loom.engine", "FixedClock": "loom.engine", "Mesh": "loom.engine", "WindowRunner": "loom.engine",
+    # cloth
+    "Cloth": "loom.components", "ClothMaterial": "loom.components", "Pin": "loom.components",
+    "Transform": "loom.components", "Gravity": "loom.components", "Tearable": "loom.components",
+    "VerletSettings": "loom.components", "MassSpringSettings": "loom.components",
+    "ImplicitSettings": "loom.components", "PRESETS": "loom.components", "MODELS": "loom.components",
+    # colliders
+    "Collider": "loom.components", "Plane": "loom.components", "Sphere": "loom.components",
+    "Capsule": "loom.components", "Cylinder": "loom.components", "Box": "loom.components",
+    "Prism": "loom.components", "TriangleMesh": "loom.components", "RigidBody2D": "loom.components",
+    "Space2D": "loom.components",
+    # air, input, looks
+    "Wind": "loom.components", "Blower": "loom.components", "Grab": "loom.components",
+    "Camera": "loom.components", "InputState": "loom.components", "ClothStyle": "loom.components",
+    "RenderSettings": "loom.components",
+    # the pipeline
+    "DefaultPlugins": "loom.systems", "ClothSet": "loom.systems",
+    # drawing
+    "GLRenderPlugin": "loom.systems.render.gl", "SoftRenderer": "loom.systems.render.soft",
+    "SoftRenderPlugin": "loom.systems.render.soft", "WindowPlugin": "loom.systems.render.window",
+    # files
+    "load_obj": "loom.files.meshes", "save_obj": "loom.files.meshes",
+    "save_snapshot": "loom.files.snapshot", "load_snapshot": "loom.files.snapshot",
+}
+_SUBMODULES = ("mesh",)            # loom.mesh is loom.engine.mesh: the mesh builders
+
+__all__ = sorted([*_PUBLIC, *_SUBMODULES])
+
+
+def __getattr__(name: str) -> _Any:
+    """Load a public name from its module on first use (PEP 562) and keep it here."""
+    if name in _PUBLIC:
+        value = getattr(_importlib.import_module(_PUBLIC[name]), name)
+    elif name in _SUBMODULES:
+        value = _importlib.import_module(f"loom.engine.{name}")
+    else:
+        raise AttributeError(f"module 'loom' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,421 @@
+"""Environment collision: keep cloth out of colliders, with Coulomb friction against moving surfaces.
+
+Once per step every active Collider is packed (``ColliderSet``) with its pose at the start and end of
+the step; each substep the kernel interpolates each collider's pose (position lerp, quaternion
+nlerp) to the substep's start and end, and for every free particle, in the collider's local frame:
+
+1. continuous collision (fast particles): march the particle's substep path, from x_prev in the
+   start pose to x in the end pose, by conservative advancement on the shape's signed distance; if
+   it reaches the surface margin, the rest of its path continues along the surface (its part into
+   the surface removed), so nothing tunnels through a thin box and nothing snags on one. A path
+   that starts on the margin counts only if it heads into the surface;
+2. contact: a particle closer than ``reach`` = cloth thickness + collider thickness is set back
+   along the outward normal n by the penetration depth (Fuhrmann 2003 eq. 18: r_n = n·(t − d));
+3. friction on the slip relative to the surface: d = (x − x_prev) − (surface point's motion over
+   the substep), d_t = d − n(d·n) (eq. 19), cut by r_t = −c_f·d_t (eqs. 20–21) with Coulomb's law
+   in position form: c_f = 1 (static, sticks) if |d_t| ≤ μ·depth, else μ·depth/|d_t| (kinetic);
+   μ = √(μ_cloth·μ_collider). A particle resting on a moving platform therefore rides along.
+The correction's momentum m·Δx/h is accumulated per collider (``ColliderSet.impulse``) so a rigid
+body bridge can push back (two-way coupling).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from loom.components import Cloth, Collider, ColliderSet, Transform
+from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
+                                 Prism, Sphere, TriangleMesh, rotation_to_quaternion)
+from loom.engine import App
+from loom.systems.shared.shapes import basic_sdf, is_basic, pose, sdf
+
+CCD_STEPS = 24
+"""Most conservative-advancement steps per swept particle path."""
+CHUNKS = 16
+"""Fixed particle ranges of the contact kernel (not the thread count: results stay the same)."""
+PARALLEL_MIN_PARTICLES = 500
+"""Cloths with at least this many particles use the parallel contact kernel when numba has threads
+(measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
+0.52, the 600-particle cape 0.20 → 0.17; a 990-particle flag with no collider near 0.10 → 0.11)."""
+
+
+def gather_colliders(app: App, dt: float) -> None:
+    """Pack every active Collider with its Transform (start and end pose of this step) into ColliderSet."""
+    packed = app.init_resource(ColliderSet)
+    _report_new_contacts(app, packed)
+    rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
+    k = len(rows)
+    same = k == packed.count and all(packed.entities[r] == e for r, (e, _, _) in enumerate(rows))
+    if same:          # the colliders of the last step: reuse its arrays, its end poses start this step
+        entities, kind, params, margin, friction = packed.entities, packed.kind, packed.params, packed.margin, \
+            packed.friction
+        pose0, pose1, mesh = packed.pose1, packed.pose0, packed.mesh
+        previous = None
+    else:             # colliders came or went: new arrays; each one's last end pose by entity
+        previous = {int(e): packed.pose1[r] for r, e in enumerate(packed.entities)}
+        entities, kind, params = np.zeros(k, np.int64), np.zeros(k, np.int32), np.zeros((k, 4))
+        margin, friction, pose0, pose1 = np.zeros(k), np.zeros(k), np.zeros((k, 7)), np.zeros((k, 7))
+        mesh = np.full(k, -1, np.int32)
+    polygons: list[np.ndarray] = []
+    meshes: list[TriangleMesh] = []
+    poly_rows = 0
+    for r, (entity, collider, transform) in enumerate(rows):       # per collider, once per step
+        shape = collider.shape
+        entities[r] = entity
+        margin[r] = collider.thickness
+        friction[r] = collider.friction
+        rotation_to_quaternion(transform.rotation, pose1[r, :4])
+        pose1[r, 4:] = transform.position
+        if previous is not None:
+            before = previous.get(entity)
+            pose0[r] = pose1[r] if before is None else before
+        if pose0[r, :4] @ pose1[r, :4] < 0.0:                     # shortest arc for the nlerp
+            pose1[r, :4] *= -1.0
+        mesh[r] = -1
+        params[r] = 0.0
+        if isinstance(shape, Plane):
+            kind[r], params[r, :3] = PLANE, shape.normal
+        elif isinstance(shape, Sphere):
+            kind[r], params[r, 0] = SPHERE, shape.radius
+        elif isinstance(shape, Capsule):
+            kind[r], params[r, 0], params[r, 1] = CAPSULE, shape.radius, shape.half_length
+        elif isinstance(shape, Cylinder):
+            kind[r], params[r, 0], params[r, 1] = CYLINDER, shape.radius, shape.half_height
+        elif isinstance(shape, Box):
+            kind[r], params[r, :3] = BOX, shape.half_extents
+        elif isinstance(shape, Prism):
+            kind[r] = PRISM
+            params[r, :3] = shape.half_depth, poly_rows, shape.polygon.shape[0]
+            polygons.append(shape.polygon)
+            poly_rows += shape.polygon.shape[0]
+        else:
+            kind[r], mesh[r] = MESH, len(meshes)
+            meshes.append(shape)
+    packed.entities, packed.kind, packed.params, packed.margin, packed.friction = entities, kind, params, margin, \
+        friction
+    packed.pose0, packed.pose1, packed.mesh = pose0, pose1, mesh
+    if polygons or packed.polygons.shape[0]:
+        packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
+    if packed.mesh_arrays is None or [id(m) for m in meshes] != [id(m) for m in packed.meshes]:
+        packed.meshes = meshes                                    # static meshes: packed once
+        packed.mesh_arrays = _pack_meshes(meshes)
+    if same:
+        packed.impulse.fill(0.0)
+        packed.impulse_point.fill(0.0)
+    else:
+        packed.impulse = np.zeros((k, 3))
+        packed.impulse_point = np.zeros((k, 4))
+
+
+def _report_new_contacts(app: App, packed: ColliderSet) -> None:
+    """Emit ``collision_started`` (collider entity, step) for each collider that cloth touched in the
+    last step but not in the step before; ``packed`` still holds the last step's impulses."""
+    touched = {int(e) for e, w in zip(packed.entities, packed.impulse_point[:, 3]) if w > 0.0}
+    for entity in sorted(touched - packed.touching):
+        app.emit("collision_started", collider=entity, step=app.clock.step_index - 1)
+    packed.touching = touched
+
+
+def collide_environment(app: App, h: float) -> None:
+    """Project each substepped cloth's particles out of every collider, with friction and CCD."""
+    packed = app.resources.get(ColliderSet)
+    if packed is None or packed.count == 0:
+        return
+    clock = app.clock
+    a0 = clock.substep_index / clock.substeps
+    a1 = (clock.substep_index + 1) / clock.substeps
+    mv, mt, minfo, mcell, mcelltri = packed.mesh_arrays
+    scratch = app.init_resource(ContactScratch)
+    scratch.fit(packed.count)
+    parallel = numba.get_num_threads() > 1
+    for _, cloth in app.query(Cloth):
+        if not cloth.substepped:
+            continue
+        m = cloth.material
+        kernel = _collide_parallel if parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES else _collide_serial
+        kernel(packed.kind, packed.params, packed.margin, packed.friction, packed.pose0, packed.pose1, a0, a1,
+               packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
+               m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
+               packed.impulse, packed.impulse_point, *scratch.arrays)
+
+
+class ContactScratch:
+    """Resource: the contact kernel's per-collider work arrays, reallocated only when the collider count
+    changes (the substep's hot path allocates nothing)."""
+
+    def __init__(self) -> None:
+        self.arrays: tuple[np.ndarray, ...] = ()
+        self.count = -1
+
+    def fit(self, k: int) -> None:
+        """Size the arrays for k colliders: rot0, rot1, pos0, pos1, bound, motion, near, acc, distances."""
+        if k != self.count:
+            self.count = k
+            self.arrays = (np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
+                           np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
+                           np.zeros((CHUNKS, 4)))
+
+
+def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
+    """Concatenate the meshes' vertices, triangles and grids; info rows: origin (3), cell, shape (3),
+    first triangle, first cell_start row, first cell_triangles row."""
+    if not meshes:
+        return (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
+                np.zeros(0, np.int32))
+    info = np.zeros((len(meshes), 10))
+    verts, tris, starts, cells = [], [], [], []
+    v_off = t_off = s_off = c_off = 0
+    for k, m in enumerate(meshes):
+        info[k] = (*m.grid_origin, m.cell_size, *m.grid_shape, t_off, s_off, c_off)
+        verts.append(m.vertices)
+        tris.append(m.triangles + v_off)
+        starts.append(m.cell_start)
+        cells.append(m.cell_triangles)
+        v_off += m.vertices.shape[0]
+        t_off += m.triangles.shape[0]
+        s_off += m.cell_start.shape[0]
+        c_off += m.cell_triangles.shape[0]
+    return (np.concatenate(verts), np.concatenate(tris).astype(np.int32), info,
+            np.concatenate(starts).astype(np.int64), np.concatenate(cells).astype(np.int32))
+
+
+# --- kernels --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion):
+    """Write the collider poses at the substep's start and end (rotations rot0, rot1 (k, 3, 3), positions
+    pos0, pos1 (k, 3)), each shape's bounding-ball radius [m] (0: unbounded) into bound (k,) and an
+    upper bound on how far any point of its surface moves in the substep [m] into motion (k,), shared
+    by every particle range (scratch arrays of ``ContactScratch``: nothing is allocated per substep)."""
+    k = kind.shape[0]
+    for c in range(k):
+        pose(pose0, pose1, c, a0, rot0[c], pos0[c])
+        pose(pose0, pose1, c, a1, rot1[c], pos1[c])
+    bound[:] = 0.0                                   # bounding-ball radius [m] of each shape (0: none)
+    for c in range(k):
+        if kind[c] == SPHERE:
+            bound[c] = params[c, 0]
+        elif kind[c] == CAPSULE or kind[c] == CYLINDER:
+            bound[c] = params[c, 0] + params[c, 1]
+        elif kind[c] == BOX:
+            bound[c] = math.sqrt(params[c, 0] ** 2 + params[c, 1] ** 2 + params[c, 2] ** 2)
+        elif kind[c] == PRISM:
+            far = 0.0
+            for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
+                far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
+            bound[c] = math.sqrt(far + params[c, 0] ** 2)
+    for c in range(k):
+        turn = 0.0
+        for i in range(3):
+            for j in range(3):
+                turn = max(turn, abs(rot1[c, i, j] - rot0[c, i, j]))
+        shift = math.sqrt((pos1[c, 0] - pos0[c, 0]) ** 2 + (pos1[c, 1] - pos0[c, 1]) ** 2
+                          + (pos1[c, 2] - pos0[c, 2]) ** 2)
+        motion[c] = shift + 3.0 * turn * (bound[c] if bound[c] > 0.0 else 1e300)
+
+
+@numba.njit(cache=True)
+def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near):
+    """Indices of the colliders whose bounding ball, grown by the contact reach and its motion this
+    substep, touches the box around the free particles' substep paths; colliders without a bound
+    (planes, meshes) always. A cape among a level's platforms meets one or two of them: testing
+    every particle against each measured 0.44 of the cape game's 1.3 ms frame. Writes them to near
+    (k,) and returns the view of the ones written."""
+    lox = loy = loz = np.inf
+    hix = hiy = hiz = -np.inf
+    for p in range(x.shape[0]):
+        if inv_mass[p] == 0.0:
+            continue
+        lox, hix = min(lox, x[p, 0], x_prev[p, 0]), max(hix, x[p, 0], x_prev[p, 0])
+        loy, hiy = min(loy, x[p, 1], x_prev[p, 1]), max(hiy, x[p, 1], x_prev[p, 1])
+        loz, hiz = min(loz, x[p, 2], x_prev[p, 2]), max(hiz, x[p, 2], x_prev[p, 2])
+    count = 0
+    for c in range(bound.shape[0]):
+        if bound[c] > 0.0:
+            gx = max(lox - pos1[c, 0], pos1[c, 0] - hix, 0.0)
+            gy = max(loy - pos1[c, 1], pos1[c, 1] - hiy, 0.0)
+            gz = max(loz - pos1[c, 2], pos1[c, 2] - hiz, 0.0)
+            gap2 = gx * gx + gy * gy + gz * gz
+            radius = bound[c] + thickness + margin[c] + motion[c]
+            if gap2 > radius * radius:
+                continue
+        near[count] = c
+        count += 1
+    return near[:count]
+
+
+@numba.njit(cache=True)
+def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
+                   rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev,
+                   x, acc, distances):
+    """Contacts of the particles of range ``chunk`` (of CHUNKS) against the colliders ``near`` the
+    cloth: writes their x and adds the momentum they give each collider to acc[chunk] (k, 7);
+    distances (CHUNKS, 4) holds each range's signed distance and normal."""
+    n = x.shape[0]
+    sd = distances[chunk]
+    for c in near:                  # colliders outside: particles are independent, so the order of
+        reach = thickness + margin[c]       # the loops changes nothing but the cost of the views
+        r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
+        for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
+            if inv_mass[p] == 0.0:
+                continue
+            # particle in the collider's frame: end of substep (end pose), start (start pose)
+            lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
+            ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
+            lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
+            swept = False
+            kc, pa, pb, pc = kind[c], params[c, 0], params[c, 1], params[c, 2]
+            basic = is_basic(kc)
+            # relative motion this substep bounds how far the path can reach: far particles skip early
+            moved = math.sqrt((x[p, 0] - x_prev[p, 0]) ** 2 + (x[p, 1] - x_prev[p, 1]) ** 2
+                              + (x[p, 2] - x_prev[p, 2]) ** 2) + motion[c]
+            if kc == BOX:
+                if max(abs(lx) - pa, abs(ly) - pb, abs(lz) - pc) > reach + moved:
+                    continue
+            elif bound[c] > 0.0 and math.sqrt(lx * lx + ly * ly + lz * lz) - bound[c] > reach + moved:
+                continue
+            if basic:
+                sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
+            else:
+                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+            # fast relative motion (particle plus collider moved more than the margin): sweep the path
+            if kc != MESH and kc != PLANE and moved > reach:
+                sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 0] * (x_prev[p, 2] - q0[2])
+                sy = r0[0, 1] * (x_prev[p, 0] - q0[0]) + r0[1, 1] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 1] * (x_prev[p, 2] - q0[2])
+                sz = r0[0, 2] * (x_prev[p, 0] - q0[0]) + r0[1, 2] * (x_prev[p, 1] - q0[1]) \
+                    + r0[2, 2] * (x_prev[p, 2] - q0[2])
+                span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
+                if span > reach:                     # conservative advancement along the path
+                    if basic:
+                        sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, sx, sy, sz)
+                    else:
+                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
+                    heading = sd[1] * (lx - sx) + sd[2] * (ly - sy) + sd[3] * (lz - sz)
+                    # it started outside the shape itself, and not on the margin moving away
+                    if sd[0] > 0.0 and (sd[0] - reach > 1e-9 or heading < 0.0):
+                        t = 0.0
+                        for _ in range(CCD_STEPS):
+                            gap = sd[0] - reach
+                            if gap <= 1e-9:
+                                break
+                            t += gap / span
+                            if t >= 1.0:
+                                break
+                            mx, my, mz = sx + t * (lx - sx), sy + t * (ly - sy), sz + t * (lz - sz)
+                            if basic:
+                                sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, mx, my, mz)
+                            else:
+                                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, mx, my, mz,
+                                    sd)
+                        if t < 1.0:                  # hit: keep the rest of the path, minus its
+                            hx = sx + t * (lx - sx)      # component into the surface (slide along it)
+                            hy = sy + t * (ly - sy)
+                            hz = sz + t * (lz - sz)
+                            rx, ry, rz = lx - hx, ly - hy, lz - hz
+                            into = rx * sd[1] + ry * sd[2] + rz * sd[3]
+                            if into < 0.0:
+                                rx -= into * sd[1]
+                                ry -= into * sd[2]
+                                rz -= into * sd[3]
+                            lx, ly, lz = hx + rx, hy + ry, hz + rz
+                            swept = True
+                    if basic:
+                        sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
+                    else:
+                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+            if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
+                continue
+            depth = max(reach - sd[0], 0.0)
+            lx += sd[1] * depth
+            ly += sd[2] * depth
+            lz += sd[3] * depth
+            # back to world (end pose); the surface point under it, where it was at the substep start
+            wx = r1[0, 0] * lx + r1[0, 1] * ly + r1[0, 2] * lz + q1[0]
+            wy = r1[1, 0] * lx + r1[1, 1] * ly + r1[1, 2] * lz + q1[1]
+            wz = r1[2, 0] * lx + r1[2, 1] * ly + r1[2, 2] * lz + q1[2]
+            ux = r0[0, 0] * lx + r0[0, 1] * ly + r0[0, 2] * lz + q0[0]
+            uy = r0[1, 0] * lx + r0[1, 1] * ly + r0[1, 2] * lz + q0[1]
+            uz = r0[2, 0] * lx + r0[2, 1] * ly + r0[2, 2] * lz + q0[2]
+            nx = r1[0, 0] * sd[1] + r1[0, 1] * sd[2] + r1[0, 2] * sd[3]
+            ny = r1[1, 0] * sd[1] + r1[1, 1] * sd[2] + r1[1, 2] * sd[3]
+            nz = r1[2, 0] * sd[1] + r1[2, 1] * sd[2] + r1[2, 2] * sd[3]
+            push = (wx - x[p, 0]) * nx + (wy - x[p, 1]) * ny + (wz - x[p, 2]) * nz   # normal correction [m]
+            # slip relative to the moving surface (eq. 19), Coulomb in position form (eqs. 20-21)
+            dx = ux - x_prev[p, 0]                   # (w − x_prev) − (w − u): motion in the surface's frame
+            dy = uy - x_prev[p, 1]
+            dz = uz - x_prev[p, 2]
+            along = dx * nx + dy * ny + dz * nz
+            tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
+            slip = math.sqrt(tx * tx + ty * ty + tz * tz)
+            if slip > 1e-15:
+                mu = math.sqrt(cloth_friction * friction[c])
+                cf = 1.0 if slip <= mu * max(push, 0.0) else mu * max(push, 0.0) / slip
+                wx -= cf * tx
+                wy -= cf * ty
+                wz -= cf * tz
+            jx = -mass[p] * (wx - x[p, 0]) * inv_h           # momentum the collider receives [N·s]
+            jy = -mass[p] * (wy - x[p, 1]) * inv_h
+            jz = -mass[p] * (wz - x[p, 2]) * inv_h
+            jn = math.sqrt(jx * jx + jy * jy + jz * jz)
+            acc[chunk, c, 0] += jx
+            acc[chunk, c, 1] += jy
+            acc[chunk, c, 2] += jz
+            acc[chunk, c, 3] += jn * wx
+            acc[chunk, c, 4] += jn * wy
+            acc[chunk, c, 5] += jn * wz
+            acc[chunk, c, 6] += jn
+            x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
+
+
+@numba.njit(cache=True)
+def _reduce(acc, impulse, impulse_point):
+    """Add every range's impulses to the colliders' totals, in range order."""
+    for chunk in range(acc.shape[0]):
+        for c in range(acc.shape[1]):
+            for a in range(3):
+                impulse[c, a] += acc[chunk, c, a]
+            for a in range(4):
+                impulse_point[c, a] += acc[chunk, c, 3 + a]
+
+
+@numba.njit(cache=True)
+def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
+                    mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point,
+                    rot0, rot1, pos0, pos1, bound, motion, near, acc, distances):
+    """Continuous collision, contact and friction of every free particle against every collider.
+
+    Colliders as packed in ColliderSet; a0, a1 the substep's start and end as fractions of the step;
+    thickness [m] and friction [-] of the cloth; mass (n,) [kg]; inv_h [1/s]. Writes x (n, 3) [m]
+    and accumulates the momentum given to each collider in impulse (k, 3) [N·s], impulse_point (k, 4).
+
+    Particles are independent, so they are split into CHUNKS fixed ranges, each summing its own
+    impulses, added up in range order afterwards: ``_collide_parallel`` (its twin) runs the ranges
+    on all threads with the same result (the n = 128 drape spent 13 ms of a 76 ms step here,
+    serially); small cloths stay serial, where thread start-up costs more than it saves."""
+    _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion)
+    close = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near)
+    acc[:] = 0.0
+    for chunk in range(CHUNKS):
+        _collide_range(chunk, close, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell,
+                       mcelltri, rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass,
+                       inv_h, x_prev, x, acc, distances)
+    _reduce(acc, impulse, impulse_point)
+
+
+@numba.njit(cache=True, parallel=True)
+def _collide_parallel(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo,
+                      mcell, mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse,
+                      impulse_point, rot0, rot1, pos0, pos1, bound, motion, near, acc, distances):
+    """Twin of ``_collide_serial`` with the particle ranges on all threads (same result, bit for bit)."""
+    _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion)
+    close = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near)
+    acc[:] = 0.0
+    for chunk in prange(CHUNKS):
+        _collide_range(chunk, close, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell,
+                       mcelltri, rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass,
+                       inv_h, x_prev, x, acc, distances)
+    _reduce(acc, impulse, impulse_point)

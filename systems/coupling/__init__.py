@@ -1,0 +1,19 @@
+"""Coupling: where cloth meets another physics engine — pymunk bodies as colliders, impulses back."""
+from __future__ import annotations
+
+from loom.engine import App, Stage
+from loom.systems.coupling import pymunk_bridge
+from loom.systems.sets import ClothSet
+
+
+class PymunkPlugin:
+    """pymunk bodies (RigidBody2D) as colliders, with impulses back to the bodies."""
+
+    def build(self, app: App) -> None:
+        # before the pins read a body's Transform (a cape rides on it) and before colliders are packed
+        app.add_system(pymunk_bridge.sync_bodies, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS,
+                       before="prepare_pins")
+        app.add_system(pymunk_bridge.collect_impulses, Stage.POST_STEP, in_set=ClothSet.GUARD)
+
+
+__all__ = ["PymunkPlugin"]

@@ -1,0 +1,6 @@
+"""Interaction: where a player acts on cloth — ``picking`` (grab, blow), ``tearing``, ``teleport``."""
+from loom.systems.interaction.picking import PickingPlugin
+from loom.systems.interaction.tearing import TearingPlugin
+from loom.systems.interaction.teleport import TeleportPlugin
+
+__all__ = ["PickingPlugin", "TearingPlugin", "TeleportPlugin"]

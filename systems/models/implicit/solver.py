@@ -1,0 +1,311 @@
+"""Implicit cloth: Baraff & Witkin 1998, "Large Steps in Cloth Simulation", for cloths with model="implicit".
+
+Once per fixed step dt (PRE_STEP, ClothSet.SOLVE_STEP, after pins and forces) each implicit cloth takes
+one or more backward Euler steps of h ≤ dt (§3):
+
+    (M − h·∂f/∂v − h²·∂f/∂x)·Δv = h·(f₀ + h·∂f/∂x·v₀ + ∂f/∂x·y)        (eq. 18)
+    Δx = h·(v₀ + Δv) + y                                               (eq. 17)
+
+with the stretch, shear and bend condition forces and their damping (§4, systems/implicit_forces.py),
+gravity, the material's air drag and the cloth's external forces (wind); the matrix is block-sparse,
+laid out once per topology and refilled each step (§2.3, systems/block_sparse.py); pins and collider
+contacts enter as the filter S, z and y solved by the modified PCG (§5, §6, systems/implicit_constraints.py),
+the contact forces read from the residual release contacts and drive Coulomb friction (§5.4).
+
+Contacts use every shape of the ColliderSet (systems/shapes.py signed distances) at each collider's
+end-of-step pose (pose1) for the whole fixed step; a moving collider's velocity is ignored for now
+(no surface velocity in z or friction). The momentum the contacts exchange with each collider over the
+accepted sub-steps is accumulated into ``ColliderSet.impulse`` / ``impulse_point`` (minus the constraint
+and friction impulses the particles received, §5.4), so two-way rigid bodies feel implicit cloth.
+
+Adaptive steps (§7): after each step the stretch of every triangle (eq. 10, per unit area) is compared
+with its value before; if any changed by more than ``ImplicitSettings.max_stretch_change`` the step is
+discarded and retried at half the size (also when it is not finite, even with ``adaptive`` off). After
+two successes at a reduced size the next step tries double the size; if that fails, the wait before the
+next try doubles, up to 40 steps ("at its limit, the simulator will try increasing the step size every
+40 steps"). The step size and counters persist across fixed steps; sizes are dt/2^k, so the sub-steps
+of a fixed step always add up to exactly dt.
+
+Solver state lives in the ``ImplicitWorkspaces`` resource (entity → ``ImplicitWorkspace``), built when a
+cloth is first stepped or its topology changes, never reallocated per step; each workspace also keeps
+the CG iteration counts, the current step level and the rejected sub-steps.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from loom.components import Cloth, ColliderSet, Gravity, ImplicitSettings, Pin
+from loom.engine import App, Stage
+from loom.systems.models.implicit.block_sparse import BlockPattern, build_pattern, modified_pcg, multiply_add, residual
+from loom.systems.shared.conditions import uses_model
+from loom.systems.models.implicit.constraints import (apply_friction, build_filter, collider_frames, collider_impulses,
+                                          detect_contacts, finish_step, pin_targets, update_contacts)
+from loom.systems.models.implicit.forces import assemble, bend_u_fraction, rest_frames, stretch_change
+from loom.systems.sets import ClothSet
+
+MAX_LEVEL = 10
+"""Most halvings of dt (§7): the smallest step is dt/1024 (16 µs at 60 Hz); a step rejected there is kept."""
+GROW_WAIT = 2
+"""Successes at a reduced step size before trying a larger one (§7: "after two successes")."""
+MAX_GROW_WAIT = 40
+"""Longest wait, in steps, between tries of a larger step that keeps failing (§7)."""
+CONTACT_PASSES = 5
+"""Most solves per step while the contact set changes (release, stick/slide, new landings); the last
+revision only adds landings, so a step ends inside a collider only if that last solve carries yet
+another free particle in."""
+DEFINITE = True
+"""Assemble only the positive semi-definite parts of the stretch and shear Hessian terms (forces stay exact;
+see implicit_forces). Measured over 180 steps of 1/60 s on 24×24 sheets (ε = 1e-3), rejected sub-steps /
+CG breakdowns, exact → definite: hanging 0/0 → 0/0; draped over a ball onto a floor 7/29 → 0/0; a vertical
+sheet crumpling onto a floor 7/16 → 0/0. A 16×16 sheet with k = 1e5 N/m falling from two corners with §7
+off diverged at step 7 with the exact matrix (energy 1e4 J, then 1e32 J) and stays stable with this one."""
+CONTACT_KEEP_FRACTION = 0.5
+"""An existing contact is kept while its particle is within reach + this × the cloth's thickness."""
+
+
+class ImplicitWorkspace:
+    """One implicit cloth's solver state: block pattern, matrix values and every per-step vector.
+
+    Built once per topology (``matches`` tells whether it still fits a cloth); no array is allocated per
+    step. Statistics: ``iterations`` (last solve), ``iterations_total``, ``solves``, ``substeps`` (last
+    fixed step), ``rejected`` (sub-steps discarded by §7), ``level`` (current step = dt/2^level),
+    ``breakdowns`` (solves stopped early on a direction of non-positive curvature)."""
+
+    def __init__(self, cloth: Cloth) -> None:
+        n = cloth.particle_count
+        self.triangles = cloth.triangles
+        self.quads = cloth.bend_quads
+        self.weight_u, self.weight_v, self.area = rest_frames(cloth.triangles, cloth.rest_uv, cloth.rest_x)
+        self.bend_frac = bend_u_fraction(cloth.bend_quads, cloth.rest_uv)
+        self.pattern: BlockPattern = build_pattern(n, cloth.triangles, cloth.bend_quads)
+        self.tri_slots, self.quad_slots = self.pattern.slots
+        nnz = self.pattern.block_count
+        self.A = np.zeros((nnz, 3, 3))
+        """A = M − h·∂f/∂v − h²·∂f/∂x (eq. 16) [kg], block values."""
+        self.K = np.zeros((nnz, 3, 3))
+        """∂f/∂x [N/m], block values (for h²·K·v₀ and h·K·y in b)."""
+        (self.f, self.b0, self.b, self.dv, self.r, self.c, self.q, self.s, self.pinv, self.e, self.z, self.y,
+         self.nrm, self.x0, self.v0, self.x_new, self.v_new, self.target, self.end,
+         self.normal, self.impulse) = (np.zeros((n, 3)) for _ in range(21))
+        self.kind = np.zeros(n, np.int8)
+        self.collider = np.full(n, -1, np.int32)
+        """ColliderSet row of each particle's contact (meaningful where mode != NONE)."""
+        self.mode = np.zeros(n, np.int8)
+        self.mode_saved = np.zeros(n, np.int8)
+        self.depth = np.zeros(n)
+        self.mu = np.zeros(n)
+        self.friction = np.zeros(n)
+        self.force = np.zeros(n)
+        """Normal force of each contact at the end of the last step [N] (drives next step's friction)."""
+        self.force_saved = np.zeros(n)
+        self.locked = np.zeros(n, np.bool_)
+        self.gravity = np.zeros(3)
+        self.level = 0
+        self.successes = 0
+        self.wait = GROW_WAIT
+        self.trying = False
+        self.iterations = 0
+        self.iterations_total = 0
+        self.solves = 0
+        self.substeps = 0
+        self.rejected = 0
+        self.breakdowns = 0
+        self.last_change = 0.0
+
+    def matches(self, cloth: Cloth) -> bool:
+        """True while the cloth has the topology this workspace was built for."""
+        return (self.triangles is cloth.triangles and self.quads is cloth.bend_quads
+                and self.x0.shape[0] == cloth.particle_count)
+
+
+class ImplicitWorkspaces:
+    """App resource: the ImplicitWorkspace of each implicit cloth, by entity."""
+
+    def __init__(self) -> None:
+        self.by_entity: dict[int, ImplicitWorkspace] = {}
+
+    def for_cloth(self, entity: int, cloth: Cloth) -> ImplicitWorkspace:
+        """Return the entity's workspace, (re)building it if the cloth is new or its topology changed."""
+        ws = self.by_entity.get(entity)
+        if ws is None or not ws.matches(cloth):
+            ws = self.by_entity[entity] = ImplicitWorkspace(cloth)
+        return ws
+
+
+# --- system -----------------------------------------------------------------------------------------
+def step_implicit(app: App, dt: float) -> None:
+    """Advance every implicit cloth over the fixed step dt [s] (backward Euler, §3–7)."""
+    spaces = app.init_resource(ImplicitWorkspaces)
+    packed = app.resources.get(ColliderSet)
+    colliders, pushed, pushed_point = _collider_table(packed)
+    gravity = app.resource(Gravity).acceleration
+    pins = {entity: pin for entity, _, pin in app.query(Cloth, Pin)}
+    stepped = []
+    for entity, cloth in app.query(Cloth):
+        if cloth.model != "implicit":
+            continue
+        ws = spaces.for_cloth(entity, cloth)
+        _advance(cloth, ws, pins.get(entity), gravity, colliders, pushed, pushed_point, dt)
+        stepped.append(entity)
+    if spaces.by_entity.keys() != set(stepped):           # forget despawned or re-modelled cloths
+        spaces.by_entity = {entity: spaces.by_entity[entity] for entity in stepped}
+
+
+def implicit_report(app: App) -> dict[str, Any]:
+    """Report CG iterations per solve, rejected sub-steps and the smallest step level of implicit cloths."""
+    spaces = app.resources.get(ImplicitWorkspaces)
+    if spaces is None or not spaces.by_entity:
+        return {}
+    all_ws = list(spaces.by_entity.values())
+    solves = sum(ws.solves for ws in all_ws)
+    return {
+        "implicit_cg_iterations_per_solve": round(sum(ws.iterations_total for ws in all_ws) / max(solves, 1), 2),
+        "implicit_rejected_substeps": sum(ws.rejected for ws in all_ws),
+        "implicit_max_level": max(ws.level for ws in all_ws),
+    }
+
+
+class ImplicitPlugin:
+    """Baraff–Witkin implicit cloth: one whole-step solver in ClothSet.SOLVE_STEP, its workspaces, its report."""
+
+    def build(self, app: App) -> None:
+        app.insert_resource(ImplicitWorkspaces(), replace=False)
+        app.add_system(step_implicit, Stage.PRE_STEP, in_set=ClothSet.SOLVE_STEP, run_if=uses_model("implicit"))
+        app.add_reporter(implicit_report)
+
+
+# --- stepping (per fixed step and per sub-step: Python calls kernels, never loops over particles) -------
+def _collider_table(packed: ColliderSet | None) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The kernels' ``colliders`` tuple (implicit_constraints' docstring) with end-of-step frames, and the
+    ColliderSet's impulse (k, 3) and impulse_point (k, 4) to accumulate into (scratch when there is none)."""
+    if packed is None or packed.count == 0 or packed.mesh_arrays is None:
+        empty = ColliderSet()
+        mesh_arrays = (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
+                       np.zeros(0, np.int32))
+        return ((empty.kind, empty.params, empty.margin, empty.friction, np.zeros((0, 3, 3)), np.zeros((0, 3)),
+                 empty.polygons, empty.mesh, *mesh_arrays), empty.impulse, empty.impulse_point)
+    k = packed.count
+    rot = np.empty((k, 3, 3))
+    pos = np.empty((k, 3))
+    collider_frames(packed.pose0, packed.pose1, rot, pos)
+    return ((packed.kind, packed.params, packed.margin, packed.friction, rot, pos, packed.polygons, packed.mesh,
+             *packed.mesh_arrays), packed.impulse, packed.impulse_point)
+
+
+def _advance(cloth: Cloth, ws: ImplicitWorkspace, pin: Pin | None, gravity: np.ndarray, colliders: tuple,
+             pushed: np.ndarray, pushed_point: np.ndarray, dt: float) -> None:
+    """Take sub-steps of dt/2^level until dt is covered, halving on rejection and growing back (§7)."""
+    settings: ImplicitSettings = cloth.settings
+    np.copyto(cloth.x_prev, cloth.x)
+    np.copyto(ws.end, cloth.x)                           # fixed particles without a pin stay where they are
+    if pin is not None:
+        held = pin.index[pin.active]
+        ws.end[held] = pin.step_end[pin.active]
+    np.copyto(ws.gravity, gravity)
+    total = 1 << MAX_LEVEL
+    done = 0
+    ws.substeps = 0
+    level = ws.level if settings.adaptive else 0
+    while done < total:
+        span = min(total >> level, total - done)
+        h = dt * span / total
+        accepted = _substep(cloth, ws, settings, colliders, pushed, pushed_point, h, span / (total - done),
+                            check=settings.adaptive and level < MAX_LEVEL, last=level == MAX_LEVEL)
+        if accepted:
+            done += span
+            ws.substeps += 1
+            if ws.trying:                                 # the larger step worked: back to the short wait
+                ws.trying = False
+                ws.wait = GROW_WAIT
+            ws.successes += 1
+            if settings.adaptive and level > 0 and ws.successes >= ws.wait:
+                level -= 1
+                ws.successes = 0
+                ws.trying = True
+        else:
+            ws.rejected += 1
+            if ws.trying:                                 # the larger step failed: wait longer next time
+                ws.wait = min(2 * ws.wait, MAX_GROW_WAIT)
+                ws.trying = False
+            ws.successes = 0
+            level = min(level + 1, MAX_LEVEL)
+    if settings.adaptive:
+        ws.level = level
+
+
+def _substep(cloth: Cloth, ws: ImplicitWorkspace, s: ImplicitSettings, colliders: tuple, pushed: np.ndarray,
+             pushed_point: np.ndarray, h: float, fraction: float, *, check: bool, last: bool) -> bool:
+    """One backward Euler step of h [s] from cloth.x, cloth.v; writes them and returns True if accepted.
+
+    An accepted step adds the momentum its contacts took from each collider to pushed (k, 3) [N·s] and
+    pushed_point (k, 4) (ColliderSet.impulse, impulse_point); a rejected step, or one held still at the
+    last level, adds nothing.
+
+    fraction: the part of the fixed step's remaining time this step covers (pins move that far).
+    check: apply §7's stretch test. A non-finite result is always refused; at the last level (``last``)
+    the cloth is held still instead, rather than written with NaN."""
+    p = ws.pattern
+    m = cloth.material
+    np.copyto(ws.x0, cloth.x)
+    np.copyto(ws.v0, cloth.v)
+    np.copyto(ws.mode_saved, ws.mode)
+    np.copyto(ws.force_saved, ws.force)
+    ws.impulse.fill(0.0)
+    detect_contacts(colliders, m.thickness, m.friction, CONTACT_KEEP_FRACTION * m.thickness, cloth.inv_mass,
+                    ws.x0, ws.mode, ws.collider, ws.normal, ws.depth, ws.mu, ws.locked)
+    pin_targets(ws.x0, ws.end, fraction, cloth.inv_mass, ws.target)
+    assemble(ws.x0, ws.v0, cloth.mass, m.damping, ws.gravity, cloth.force,
+             ws.triangles, ws.weight_u, ws.weight_v, ws.area, ws.quads, cloth.bend_rest_angle, ws.bend_frac,
+             s.stretch_stiffness, s.stretch_damping, s.shear_stiffness, s.shear_damping,
+             s.bend_stiffness, s.bend_stiffness if s.bend_stiffness_v is None else s.bend_stiffness_v,
+             s.bend_damping, s.bend_damping, s.b_u, s.b_v,
+             h, DEFINITE, False, p.diag, ws.tri_slots, ws.quad_slots, ws.A, ws.K, ws.f)
+    apply_friction(cloth.mass, ws.mode, ws.normal, ws.mu, ws.force, ws.v0, h, p.diag, ws.friction, ws.A, ws.f)
+    np.multiply(ws.f, h, out=ws.b0)
+    multiply_add(p.indptr, p.indices, ws.K, ws.v0, h * h, ws.b0, ws.b0)        # b₀ = h·(f₀ + h·K·v₀)
+    build_filter(cloth.inv_mass, ws.target, ws.mode, ws.normal, ws.depth, ws.x0, ws.v0, h,
+                 ws.kind, ws.nrm, ws.z, ws.y)
+    solvable = True
+    for attempt in range(CONTACT_PASSES):
+        multiply_add(p.indptr, p.indices, ws.K, ws.y, h, ws.b0, ws.b)           # b = b₀ + h·K·y (eq. 18)
+        ws.b += ws.impulse                                                      # friction of new sliders
+        iterations, delta, delta0 = modified_pcg(p.indptr, p.indices, ws.A, p.diag, ws.b, ws.kind, ws.nrm, ws.z,
+                                                 s.tolerance, s.max_iterations, attempt > 0,
+                                                 ws.dv, ws.r, ws.c, ws.q, ws.s, ws.pinv)
+        solvable = solvable and math.isfinite(delta0)     # inf in b would be skipped, not solved
+        ws.iterations = iterations
+        ws.iterations_total += iterations
+        ws.solves += 1
+        if iterations < s.max_iterations and delta > s.tolerance ** 2 * delta0:
+            ws.breakdowns += 1                            # stopped on cᵀq ≤ 0: A indefinite along c
+        residual(p.indptr, p.indices, ws.A, ws.dv, ws.b, ws.e)                 # constraint impulses (§5.4)
+        if attempt == CONTACT_PASSES - 1:
+            break
+        if update_contacts(ws.e, ws.x0, ws.v0, ws.dv, h, colliders, m.thickness, m.friction,
+                           cloth.inv_mass, p.diag, attempt < CONTACT_PASSES - 2,
+                           ws.mode, ws.collider, ws.normal, ws.depth, ws.mu, ws.locked, ws.friction,
+                           ws.A, ws.b0, ws.impulse) == 0:
+            break
+        build_filter(cloth.inv_mass, ws.target, ws.mode, ws.normal, ws.depth, ws.x0, ws.v0, h,
+                     ws.kind, ws.nrm, ws.z, ws.y)
+    finite = finish_step(ws.x0, ws.v0, ws.dv, ws.y, ws.e, h, cloth.inv_mass, ws.target, ws.mode, ws.normal,
+                         ws.x_new, ws.v_new, ws.force) and solvable
+    if not finite and last:                              # nothing smaller to try: hold still, never write NaN
+        np.copyto(ws.mode, ws.mode_saved)
+        np.copyto(ws.force, ws.force_saved)
+        cloth.v.fill(0.0)
+        return True
+    if not finite or check:
+        ws.last_change = stretch_change(ws.x0, ws.x_new, ws.triangles, ws.weight_u, ws.weight_v) if finite else math.inf
+        if not finite or ws.last_change > s.max_stretch_change:
+            np.copyto(ws.mode, ws.mode_saved)
+            np.copyto(ws.force, ws.force_saved)
+            return False
+    collider_impulses(ws.mode, ws.collider, ws.normal, ws.e, ws.impulse, ws.friction, ws.x_new, ws.v_new, h,
+                      pushed, pushed_point)
+    np.copyto(cloth.x, ws.x_new)
+    np.copyto(cloth.v, ws.v_new)
+    return True

@@ -1,0 +1,341 @@
+"""Mass-spring cloth: Hooke springs, an explicit integrator, and Provot's deformation limit.
+
+The model of Provot 1995 (and Fisher, "Mass-Spring Model") for cloths with ``model="mass_spring"``.
+Forces on particle p (Provot's "Dynamics and Forces" slides; MassSpringSettings holds the constants):
+- springs on every link, k by kind (structural, shear, flexion): f_a = −[k·(l − l₀) + c·(v_a − v_b)·d̂]·d̂,
+  f_b = −f_a, d = x_a − x_b, l = |d| (Hooke's law plus damping along the spring, c =
+  spring_damping);
+- viscous damping −C_dis·v; gravity m·g; the external forces in ``cloth.force`` (wind, user);
+- Provot's viscous fluid force C_vi·[n·(u − v)]·n, n the unit normal at p (area-weighted mean of the
+  adjacent triangles' normals at the current positions), u the air velocity.
+Particles of inverse mass 0 get zero acceleration; the pin system places them.
+
+Each substep of h, one PREDICT system advances x and v by ``settings.integrator`` (Fisher, "Euler's
+Method", "Runge Kutta", "Verlet", "Symplectic Euler"):
+- explicit_euler:   x ← x + h·v_n;       v ← v + h·a(x_n, v_n)    (energy grows by 1 + ω²h² a step)
+- symplectic_euler: v ← v + h·a(x_n, v_n); x ← x + h·v_{n+1}      (energy bounded)
+- rk4: classical 4-stage Runge–Kutta on (x, v)                     (4th order)
+- verlet: x_{n+1} = 2x_n − x_{n−1} + a(x_n, (x_n − x_{n−1})/h)·h², v = (x_{n+1} − x_{n−1})/(2h) (2nd order)
+and leaves x_prev = x at the start of the substep (the collision system's substep start; for verlet
+it is also x_{n−1} of the next substep). It remembers the integrated positions x_int; UPDATE adds
+(x − x_int)/h to v, so velocities follow what pins, the deformation limit and collisions did to
+positions, while untouched particles keep the integrator's own velocity.
+
+CONSTRAIN runs Provot's deformation limit: passes over structural and shear springs (and flexion
+springs with ``bend_strain_limit``) shortening any spring longer than (1 + τ_c)·l₀ to that length —
+both ends of a free–free spring (mass-weighted), only the free end of a fixed–free one — until a
+pass finds no spring over or ``limit_passes`` have run (shared kernel: ``loom.systems.shared.distance_limits``).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from loom.components import Cloth, Gravity
+from loom.engine import App, Stage
+from loom.systems.shared.conditions import uses_model
+from loom.systems.shared.distance_limits import link_bounds, relax_distances
+from loom.systems.sets import ClothSet
+from loom.systems.render.surface import vertex_normals_into
+
+MIN_LENGTH = 1e-12
+"""Springs shorter than this [m] have no direction and exert no force."""
+
+# Layout of the coefficient vector the force kernel reads (one array instead of nine scalars).
+_SPRING_DAMPING, _VISCOUS_DAMPING, _FLUID_VISCOSITY, _UX, _UY, _UZ, _GX, _GY, _GZ = range(9)
+
+
+class MassSpringPlugin:
+    """Mass-spring cloth (``model="mass_spring"``): integrate, limit deformation, correct velocities."""
+
+    def build(self, app: App) -> None:
+        active = uses_model("mass_spring")       # skipped in steps with no mass-spring cloth
+        app.insert_resource(MassSpringScratch(), replace=False)
+        app.add_system(integrate_springs, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=active)
+        app.add_system(limit_spring_deformation, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN, run_if=active)
+        app.add_system(update_spring_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE, run_if=active)
+
+
+class MassSpringScratch:
+    """Per-cloth solver scratch of the mass-spring model, keyed by entity (allocated once, reused)."""
+
+    def __init__(self) -> None:
+        self.states: dict[int, SpringState] = {}
+
+    def get(self, entity: int, cloth: Cloth) -> SpringState:
+        """Return ``entity``'s scratch: arrays reallocated only when the particle count changes, link
+        tables rebuilt when the settings object or the link table is replaced."""
+        state = self.states.get(entity)
+        if state is None:
+            state = self.states[entity] = SpringState(cloth)
+        state.fit(cloth)
+        return state
+
+
+class SpringState:
+    """Scratch of one mass-spring cloth: spring tables, integrator stages and history, diagnostics.
+
+    Arrays (n, 3): x_int, the positions as integrated, before pins, limit and collisions [m];
+    force, the total force of the last evaluation [N]; normals, unit particle normals of the last
+    evaluation (fluid force only); v_eval, the velocity a force is evaluated at [m/s] (RK4 stage
+    velocity, Verlet's (x_n − x_{n−1})/h); RK4 only: x_stage [m], v_start [m/s]; Verlet only:
+    x_prev_at_step, x_{n−1} at the start of the step [m], put back if the guard refuses the step.
+    Tables (c,), colour order: link_k [N/m]; link_lo, link_hi, the deformation-limit bounds [m]."""
+
+    def __init__(self, cloth: Cloth) -> None:
+        self.particle_count = -1
+        self.settings = None
+        self.link_rest = None
+        self.coeffs = np.zeros(9)
+        """The force kernel's coefficients: c, C_dis, C_vi [N·s/m], u (3) [m/s], g (3) [m/s²]."""
+        self.seeded = False
+        """True once x_prev holds a valid x_{n−1} for the verlet integrator."""
+        self.seen_rejections = cloth.rejected_steps
+        self.limit_passes_used = 0
+        """Passes of the deformation limit that moved a particle in the last substep; fewer than
+        ``limit_passes`` means that substep ended with no spring over its limit."""
+        self.fit(cloth)
+
+    def fit(self, cloth: Cloth) -> None:
+        """(Re)allocate arrays for ``cloth``'s particle count and rebuild its tables if they are stale."""
+        n = cloth.particle_count
+        method = cloth.settings.integrator
+        if n != self.particle_count:
+            self.particle_count = n
+            self.x_int, self.force, self.normals, self.v_eval = (np.zeros((n, 3)) for _ in range(4))
+            self.x_stage = self.v_start = self.x_prev_at_step = np.zeros((0, 3))
+            self.seeded = False
+        if method == "rk4" and self.x_stage.shape[0] != n:
+            self.x_stage, self.v_start = np.zeros((n, 3)), np.zeros((n, 3))
+        if method == "verlet" and self.x_prev_at_step.shape[0] != n:
+            self.x_prev_at_step = np.zeros((n, 3))
+        if self.settings is not cloth.settings or self.link_rest is not cloth.link_rest:
+            s = cloth.settings
+            self.settings, self.link_rest = s, cloth.link_rest
+            kinds = cloth.link_kind[cloth.link_order]
+            stiffness = np.array([s.stretch_stiffness, s.shear_stiffness, s.bend_stiffness])
+            self.link_k = np.ascontiguousarray(stiffness[kinds])
+            limit = math.inf if s.strain_limit is None else 1.0 + s.strain_limit
+            bend = math.inf if s.bend_strain_limit is None else 1.0 + s.bend_strain_limit
+            self.link_lo, self.link_hi = link_bounds(cloth, (0.0, 0.0, 0.0), (limit, limit, bend))
+            self.limited = s.limit_passes > 0 and (s.strain_limit is not None or s.bend_strain_limit is not None)
+            self.coeffs[:_GX] = (s.spring_damping, s.viscous_damping, s.fluid_viscosity, *s.fluid_velocity)
+
+
+def integrate_springs(app: App, h: float) -> None:
+    """Mass-spring cloths: advance x and v over a substep of h [s] with the cloth's integrator."""
+    g = app.resource(Gravity).acceleration
+    scratch = app.resource(MassSpringScratch)
+    for entity, cloth in app.query(Cloth):
+        if cloth.model != "mass_spring":
+            continue
+        state = scratch.get(entity, cloth)
+        state.coeffs[_GX:] = g                               # gravity is a resource: it may change any step
+        args = (cloth.link_i, cloth.link_j, cloth.link_rest, state.link_k, cloth.triangles, cloth.mass,
+                cloth.inv_mass, state.coeffs, cloth.force)
+        restored = cloth.rejected_steps != state.seen_rejections     # the guard reset x, v and x_prev = x
+        state.seen_rejections = cloth.rejected_steps
+        method = cloth.settings.integrator
+        if method == "symplectic_euler":
+            _symplectic_euler(*args, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
+        elif method == "explicit_euler":
+            _explicit_euler(*args, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
+        elif method == "rk4":
+            _rk4(*args, h, state.normals, state.force, state.x_stage, state.v_eval, state.v_start,
+                 cloth.x, cloth.v, cloth.x_prev)
+        else:                                                # "verlet" (MassSpringSettings validates the name)
+            if not state.seeded:
+                _seed_verlet(*args, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
+            elif restored:                                   # retry the refused step from its own x_{n−1}
+                np.copyto(cloth.x_prev, state.x_prev_at_step)
+            if app.clock.substep_index == 0:
+                np.copyto(state.x_prev_at_step, cloth.x_prev)
+            _verlet(*args, h, state.normals, state.force, state.v_eval, cloth.x, cloth.v, cloth.x_prev)
+        state.seeded = method == "verlet"
+        np.copyto(state.x_int, cloth.x)
+
+
+def limit_spring_deformation(app: App, h: float) -> None:
+    """Mass-spring cloths: Provot 1995's deformation limit, up to ``settings.limit_passes`` passes."""
+    scratch = app.resource(MassSpringScratch)
+    for entity, cloth in app.query(Cloth):
+        if cloth.model != "mass_spring":
+            continue
+        state = scratch.get(entity, cloth)
+        if not state.limited:
+            continue
+        state.limit_passes_used = relax_distances(cloth.settings.limit_passes, cloth.link_i, cloth.link_j,
+                                                  state.link_lo, state.link_hi, cloth.inv_mass, cloth.x)
+
+
+def update_spring_velocities(app: App, h: float) -> None:
+    """Mass-spring cloths: v += (x − x_int)/h, the velocity of the corrections made after integrating."""
+    scratch = app.resource(MassSpringScratch)
+    for entity, cloth in app.query(Cloth):
+        if cloth.model != "mass_spring":
+            continue
+        _follow_corrections(cloth.x, scratch.get(entity, cloth).x_int, 1.0 / h, cloth.v)
+
+
+# --- kernels: private, arrays in, arrays out ----------------------------------------------------
+@numba.njit(cache=True)
+def _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, out):
+    """Total force on every particle at positions x and velocities v (Provot 1995; Fisher).
+
+    link_i, link_j (c,) int32; link_rest (c,) [m]; link_k (c,) [N/m]; triangles (t, 3) int32;
+    mass (n,) [kg]; coeffs (9,): spring damping c [N·s/m], viscous damping C_dis [N·s/m], fluid
+    viscosity C_vi [N·s/m], air velocity u (3) [m/s], gravity g (3) [m/s²]; external (n, 3) [N];
+    x (n, 3) [m]; v (n, 3) [m/s]. Writes normals (n, 3) (only when C_vi > 0 and there are
+    triangles) and out (n, 3) [N]:
+    out = external + m·g − C_dis·v + Σ springs −[k·(l − l₀) + c·(v_a − v_b)·d̂]·d̂ + C_vi·[n·(u − v)]·n."""
+    c_spring = coeffs[_SPRING_DAMPING]
+    c_dis = coeffs[_VISCOUS_DAMPING]
+    c_vi = coeffs[_FLUID_VISCOSITY]
+    for p in range(x.shape[0]):
+        m = mass[p]
+        out[p, 0] = external[p, 0] + m * coeffs[_GX] - c_dis * v[p, 0]
+        out[p, 1] = external[p, 1] + m * coeffs[_GY] - c_dis * v[p, 1]
+        out[p, 2] = external[p, 2] + m * coeffs[_GZ] - c_dis * v[p, 2]
+    for k in range(link_i.shape[0]):
+        a = link_i[k]
+        b = link_j[k]
+        dx = x[a, 0] - x[b, 0]
+        dy = x[a, 1] - x[b, 1]
+        dz = x[a, 2] - x[b, 2]
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if length < MIN_LENGTH:
+            continue
+        nx = dx / length
+        ny = dy / length
+        nz = dz / length
+        closing = (v[a, 0] - v[b, 0]) * nx + (v[a, 1] - v[b, 1]) * ny + (v[a, 2] - v[b, 2]) * nz
+        f = -link_k[k] * (length - link_rest[k]) - c_spring * closing      # along d̂, on particle a
+        out[a, 0] += f * nx
+        out[a, 1] += f * ny
+        out[a, 2] += f * nz
+        out[b, 0] -= f * nx
+        out[b, 1] -= f * ny
+        out[b, 2] -= f * nz
+    if c_vi == 0.0 or triangles.shape[0] == 0:
+        return
+    vertex_normals_into(triangles, x, normals)          # area-weighted unit normals (shared with rendering)
+    ux = coeffs[_UX]
+    uy = coeffs[_UY]
+    uz = coeffs[_UZ]
+    for p in range(x.shape[0]):
+        nx = normals[p, 0]
+        ny = normals[p, 1]
+        nz = normals[p, 2]
+        f = c_vi * (nx * (ux - v[p, 0]) + ny * (uy - v[p, 1]) + nz * (uz - v[p, 2]))
+        out[p, 0] += f * nx
+        out[p, 1] += f * ny
+        out[p, 2] += f * nz
+
+
+@numba.njit(cache=True)
+def _explicit_euler(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
+                    normals, force, x, v, x_prev):
+    """Explicit Euler: x ← x + h·v_n, v ← v + h·w·F(x_n, v_n); x_prev ← x_n. Writes normals, force, x, v, x_prev."""
+    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, force)
+    for p in range(x.shape[0]):
+        w = inv_mass[p]
+        for c in range(3):
+            x_prev[p, c] = x[p, c]
+            x[p, c] += h * v[p, c]
+            v[p, c] += h * w * force[p, c]
+
+
+@numba.njit(cache=True)
+def _symplectic_euler(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
+                      normals, force, x, v, x_prev):
+    """Symplectic Euler: v ← v + h·w·F(x_n, v_n), then x ← x + h·v_{n+1}; x_prev ← x_n."""
+    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, force)
+    for p in range(x.shape[0]):
+        w = inv_mass[p]
+        for c in range(3):
+            v[p, c] += h * w * force[p, c]
+            x_prev[p, c] = x[p, c]
+            x[p, c] += h * v[p, c]
+
+
+@numba.njit(cache=True)
+def _rk4(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
+         normals, force, x_stage, v_stage, v_start, x, v, x_prev):
+    """Classical 4-stage Runge–Kutta on (x, v) with ẋ = v, v̇ = w·F(x, v) (Fisher, "Runge Kutta").
+
+    Stage s ∈ 1…4 evaluates (k_x, k_v) = (v_s, w·F(x_s, v_s)) at x_s = x_n + c_s·h·k_x(s−1),
+    v_s = v_n + c_s·h·k_v(s−1), c = (0, ½, ½, 1); x and v accumulate h·(k1 + 2k2 + 2k3 + k4)/6.
+    Scratch x_stage, v_stage, v_start (n, 3); x_prev ← x_n doubles as the stage origin."""
+    n = x.shape[0]
+    for p in range(n):
+        for c in range(3):
+            x_prev[p, c] = x[p, c]
+            v_start[p, c] = v[p, c]
+            x_stage[p, c] = x[p, c]
+            v_stage[p, c] = v[p, c]
+    for stage in range(4):
+        _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x_stage, v_stage,
+                       normals, force)
+        weight = h / 6.0 if stage == 0 or stage == 3 else h / 3.0
+        step = h if stage == 2 else 0.5 * h                 # c of the next stage
+        for p in range(n):
+            w = inv_mass[p]
+            for c in range(3):
+                kx = v_stage[p, c]
+                kv = w * force[p, c]
+                x[p, c] += weight * kx
+                v[p, c] += weight * kv
+                x_stage[p, c] = x_prev[p, c] + step * kx
+                v_stage[p, c] = v_start[p, c] + step * kv
+
+
+@numba.njit(cache=True)
+def _seed_verlet(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
+                 normals, force, x, v, x_prev):
+    """Start the Verlet history: x_{n−1} = x_n − h·v_n + ½·a(x_n, v_n)·h² (Taylor, 3rd-order exact), into x_prev.
+
+    x_{n−1} = x_n − h·v_n alone errs by ½·a·h², a velocity error of ½·a·h that leaves the whole run
+    first-order; with the ½·a·h² term position Verlet stays second order."""
+    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, force)
+    half_h2 = 0.5 * h * h
+    for p in range(x.shape[0]):
+        w = inv_mass[p]
+        for c in range(3):
+            x_prev[p, c] = x[p, c] - h * v[p, c] + half_h2 * w * force[p, c]
+
+
+@numba.njit(cache=True)
+def _verlet(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
+            normals, force, v_eval, x, v, x_prev):
+    """Position Verlet (Fisher, "Verlet"; Fuhrmann 2003 eq. 15): x_{n+1} = 2x_n − x_{n−1} + w·F·h².
+
+    x_prev holds x_{n−1} on entry and x_n on return. F is evaluated at (x_n, (x_n − x_{n−1})/h) (into
+    v_eval); v ← (x_{n+1} − x_{n−1})/(2h), the central-difference velocity at t_n."""
+    n = x.shape[0]
+    inv_h = 1.0 / h
+    for p in range(n):
+        for c in range(3):
+            v_eval[p, c] = (x[p, c] - x_prev[p, c]) * inv_h
+    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v_eval, normals,
+                   force)
+    h2 = h * h
+    half_inv_h = 0.5 * inv_h
+    for p in range(n):
+        w = inv_mass[p]
+        for c in range(3):
+            old = x_prev[p, c]
+            now = x[p, c]
+            new = 2.0 * now - old + w * force[p, c] * h2
+            x[p, c] = new
+            v[p, c] = (new - old) * half_inv_h
+            x_prev[p, c] = now
+
+
+@numba.njit(cache=True)
+def _follow_corrections(x, x_int, inv_h, v):
+    """v += (x − x_int)/h: the velocity of position corrections after integration. Writes v (n, 3) [m/s]."""
+    for p in range(x.shape[0]):
+        for c in range(3):
+            v[p, c] += (x[p, c] - x_int[p, c]) * inv_h

@@ -1,0 +1,141 @@
+"""Verlet cloth: position Verlet with a drag factor, then relaxation passes of distance limits.
+
+The model of Fuhrmann et al. 2003 §3 (also Schönberger §3.3, Fisher "Verlet" and "Maximum Stretch")
+for cloths with ``model="verlet"``; each substep of h:
+- predict: x ← x + (x − x_prev)·drag_h + (g + w·f)·h², x_prev ← old x (eqs. 15/17 with
+  Schönberger's drag, eq. 1), drag_h = drag^(60·h) so that ``VerletSettings.drag`` is the fraction of
+  velocity kept per 1/60 s whatever the substep count. Particles of inverse mass 0 are not
+  integrated (eq. 11): the pin system places them;
+- constrain: ``passes`` passes over the links in colour order: stretch and shear links kept within
+  [stretch_min, stretch_max] × rest length (eq. 5 with d_min, d_max), bending pairs no shorter than
+  bend_min × rest; corrections weighted by inverse mass, so internal constraints never move the
+  centre of mass (eqs. 6–9);
+- update: v = (x − x_prev)/h (eq. 14). Velocity is an output only (colliders, reports): the next
+  prediction reads x_prev, never v.
+
+The guard restores a refused step's x and v but sets x_prev = x, which would stop the cloth dead;
+the next prediction puts back the x_prev saved at the start of the refused step, so the retry is
+that same step and the cloth keeps its momentum.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from loom.components import Cloth, Gravity
+from loom.engine import App, Stage
+from loom.systems.shared.conditions import uses_model
+from loom.systems.shared.distance_limits import link_bounds, relax_distances
+from loom.systems.sets import ClothSet
+
+
+class VerletPlugin:
+    """Verlet cloth (``model="verlet"``): predict, relax distance limits, derive velocities."""
+
+    def build(self, app: App) -> None:
+        active = uses_model("verlet")       # skipped in steps with no verlet cloth
+        app.insert_resource(VerletScratch(), replace=False)
+        app.add_system(predict_verlet, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=active)
+        app.add_system(relax_verlet_links, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN, run_if=active)
+        app.add_system(update_verlet_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE, run_if=active)
+
+
+class VerletScratch:
+    """Per-cloth link bounds of the Verlet model, keyed by entity (rebuilt when the settings change)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, _VerletTables] = {}
+
+    def get(self, entity: int, cloth: Cloth) -> _VerletTables:
+        """Return ``entity``'s tables, (re)built if new or if its settings, link table or particle count changed."""
+        t = self.tables.get(entity)
+        if t is None or t.settings is not cloth.settings or t.link_rest is not cloth.link_rest \
+                or t.x_prev_at_step.shape != cloth.x.shape:
+            t = self.tables[entity] = _VerletTables(cloth, seen_rejections=cloth.rejected_steps)
+        return t
+
+
+class _VerletTables:
+    """Per-link bounds [m] (c,) in colour order, what they were built from, and the guard's scratch."""
+
+    def __init__(self, cloth: Cloth, seen_rejections: int) -> None:
+        s = cloth.settings
+        self.settings = s
+        self.link_rest = cloth.link_rest
+        self.link_lo, self.link_hi = link_bounds(cloth, (s.stretch_min, s.stretch_min, s.bend_min),
+                                                 (s.stretch_max, s.stretch_max, math.inf))
+        self.seen_rejections = seen_rejections
+        self.x_prev_at_step = cloth.x_prev.copy()
+        """x_prev at the start of the current step [m], (n, 3): put back if the guard refuses the step."""
+
+
+def predict_verlet(app: App, h: float) -> None:
+    """Verlet cloths: advance free particles by position Verlet with drag over a substep of h [s]."""
+    g = app.resource(Gravity).acceleration
+    scratch = app.resource(VerletScratch)
+    for entity, cloth in app.query(Cloth):
+        if cloth.model != "verlet":
+            continue
+        tables = scratch.get(entity, cloth)
+        if cloth.rejected_steps != tables.seen_rejections:       # the guard reset x, v and x_prev = x:
+            tables.seen_rejections = cloth.rejected_steps        # retry the refused step from its own x_prev
+            np.copyto(cloth.x_prev, tables.x_prev_at_step)
+        if app.clock.substep_index == 0:
+            np.copyto(tables.x_prev_at_step, cloth.x_prev)
+        drag_h = cloth.settings.drag ** (60.0 * h)
+        _predict(cloth.inv_mass, cloth.force, g[0], g[1], g[2], drag_h, h, cloth.x, cloth.x_prev)
+
+
+def relax_verlet_links(app: App, h: float) -> None:
+    """Verlet cloths: ``settings.passes`` passes of d_min/d_max and bend_min limits (Fuhrmann 2003 eqs. 5–9)."""
+    scratch = app.resource(VerletScratch)
+    for entity, cloth in app.query(Cloth):
+        if cloth.model != "verlet":
+            continue
+        tables = scratch.get(entity, cloth)
+        relax_distances(cloth.settings.passes, cloth.link_i, cloth.link_j, tables.link_lo, tables.link_hi,
+                        cloth.inv_mass, cloth.x)
+
+
+def update_verlet_velocities(app: App, h: float) -> None:
+    """Verlet cloths: v = (x − x_prev)/h (Fuhrmann 2003 eq. 14), for colliders, reports and the guard."""
+    for _, cloth in app.query(Cloth):
+        if cloth.model != "verlet":
+            continue
+        _update(cloth.x, cloth.x_prev, 1.0 / h, cloth.v)
+
+
+# --- kernels: private, arrays in, arrays out ----------------------------------------------------
+@numba.njit(cache=True)
+def _predict(inv_mass, force, gx, gy, gz, drag_h, h, x, x_prev):
+    """Position Verlet with drag (Fuhrmann 2003 eq. 17; Schönberger eq. 1) for every free particle.
+
+    inv_mass (n,) [1/kg]; force (n, 3) [N]; g [m/s²]; drag_h [-] velocity fraction kept this
+    substep; h [s]. Writes x and x_prev (n, 3) [m]: x_prev ← x for every particle (the collision
+    system reads it as the substep start), x ← x + (x − x_prev)·drag_h + (g + w·f)·h² where w > 0."""
+    h2 = h * h
+    for p in range(x.shape[0]):
+        w = inv_mass[p]
+        if w > 0.0:
+            x0 = x[p, 0]
+            x1 = x[p, 1]
+            x2 = x[p, 2]
+            x[p, 0] = x0 + (x0 - x_prev[p, 0]) * drag_h + (gx + w * force[p, 0]) * h2
+            x[p, 1] = x1 + (x1 - x_prev[p, 1]) * drag_h + (gy + w * force[p, 1]) * h2
+            x[p, 2] = x2 + (x2 - x_prev[p, 2]) * drag_h + (gz + w * force[p, 2]) * h2
+            x_prev[p, 0] = x0
+            x_prev[p, 1] = x1
+            x_prev[p, 2] = x2
+        else:
+            for c in range(3):
+                x_prev[p, c] = x[p, c]
+
+
+@numba.njit(cache=True)
+def _update(x, x_prev, inv_h, v):
+    """v = (x − x_prev)/h (Fuhrmann 2003 eq. 14). x, x_prev (n, 3) [m]; 1/h [1/s]; writes v (n, 3) [m/s]."""
+    for p in range(x.shape[0]):
+        for c in range(3):
+            v[p, c] = (x[p, c] - x_prev[p, c]) * inv_h

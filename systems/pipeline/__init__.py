@@ -1,0 +1,43 @@
+"""The pipeline's frame around every model: ordered sets, gravity, pins, the NaN guard and the report.
+
+- ``ClothPlugin``: the ordered sets of ``ClothSet`` in their stages, the ``Gravity`` default, the report.
+- ``PinPlugin``: pin targets per step (``pins.prepare_pins``), pinned particles per substep.
+- ``GuardPlugin``: refuse and recover a step that would write NaN or inf (``guard``).
+"""
+from __future__ import annotations
+
+from loom.components import Gravity
+from loom.engine import App, Stage
+from loom.systems.pipeline import guard, pins
+from loom.systems.pipeline.report import cloth_report
+from loom.systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
+
+
+class ClothPlugin:
+    """The ordered sets of the pipeline, the gravity default and the cloth report."""
+
+    def build(self, app: App) -> None:
+        app.configure_sets(Stage.PRE_STEP, *PRE_STEP_SETS)
+        app.configure_sets(Stage.SUBSTEP, *SUBSTEP_SETS)
+        app.configure_sets(Stage.POST_STEP, *POST_STEP_SETS)
+        app.insert_resource(Gravity(), replace=False)
+        app.add_reporter(cloth_report)
+
+
+class PinPlugin:
+    """Pin targets per step, pinned particles per substep."""
+
+    def build(self, app: App) -> None:
+        app.add_system(pins.prepare_pins, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS)
+        app.add_system(pins.pin_particles, Stage.SUBSTEP, in_set=ClothSet.PIN)
+
+
+class GuardPlugin:
+    """Refuse and report a step that would write NaN or inf."""
+
+    def build(self, app: App) -> None:
+        app.add_system(guard.save_state, Stage.PRE_STEP, in_set=ClothSet.SAVE)
+        app.add_system(guard.reject_non_finite, Stage.POST_STEP, in_set=ClothSet.GUARD)
+
+
+__all__ = ["ClothPlugin", "GuardPlugin", "PinPlugin"]

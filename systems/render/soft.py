@@ -1,0 +1,226 @@
+"""Software renderer: draw cloth onto a pygame Surface the game owns — shaded, depth-tested, no OpenGL.
+
+For plain pygame games and headless tests (a ``pygame.Surface`` needs no display). Per frame, all in numba:
+refresh each cloth's shared ``ClothSurface`` (systems/surface.py: Loop subdivision, vertex normals, strain),
+project it with the Camera's matrices, shade two-sided Lambert — the front colour where the projected
+triangle runs counter-clockwise as seen (its front faces the eye), the back colour otherwise — rasterize into
+the renderer's own z-buffer (systems/render_soft_kernels.py), then copy only the pixels the cloth covers into
+the game's surface. The background shows through everywhere else, and intersecting folds hide each other
+per pixel (no painter's sort)::
+
+    renderer = SoftRenderer(screen.get_size())
+    while running:
+        real_dt = clock.tick(60) / 1000
+        app.update(real_dt)                       # INPUT, fixed steps, RENDER
+        screen.fill(SKY); draw_level(screen)      # the game's own drawing
+        renderer.draw(app, screen, camera)        # every Cloth, over what is there
+        pygame.display.flip()
+
+``SoftRenderPlugin(screen)`` does that ``draw`` in the RENDER stage instead (then draw the background before
+``app.update``). What is drawn follows the same data as the GL renderer (components/render.py): each cloth
+entity's ``ClothStyle`` (colours, checker or image texture, subdivision, visible) and the App's
+``RenderSettings`` (view shaded / normals / wireframe / strain / particles, light_direction, ambient,
+strain_scale, point_size). ``background``, ``show_colliders`` and ``hud`` are the game's business here: the
+game owns the surface.
+
+Cost, a 20×30 cape and a 40×20 flag covering a sixth of an 800×600 surface, one core of a 2-core VM:
+1.5 ms per frame shaded and checkered, 2.7 ms at the ClothStyle default of one Loop subdivision level
+(docs/embedding.md has the table).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pygame
+
+from loom.components import Camera, Cloth
+from loom.components.render import ClothStyle, RenderSettings
+from loom.engine import App, Stage
+from loom.systems.render import soft_kernels as _k
+from loom.systems.render.surface import ClothSurface
+
+_MODES = {"shaded": _k.SHADED, "normals": _k.NORMALS, "strain": _k.STRAIN, "wireframe": _k.FLAT}
+WIRE_WIDTH = 0.6
+"""Half-width [px] of the wireframe view's lines: pixels nearer than this to a triangle edge are drawn."""
+PINNED_COLOR = np.array([1.0, 0.85, 0.1])
+"""RGB in [0, 1] of pinned particles (inverse mass 0) in the particles view."""
+_NO_IMAGE = np.zeros((1, 1, 3), np.uint8)
+
+
+class SoftRenderer:
+    """Draws cloths into pygame Surfaces of one size; keeps its buffers and per-cloth surfaces between frames.
+
+    size (w, h) [px] must match every surface drawn to (``resize`` for a new window size). After ``draw``:
+    ``color`` (w, h) uint32 0xAARRGGBB and ``depth`` (w, h) float32 in [0, 1] (inf where no cloth) hold the
+    frame, indexed [x, y] like ``pygame.surfarray``; ``covered`` is the cloth's pixel mask.
+    """
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        self._overlay: pygame.Surface | None = None
+        self._surfaces: dict[int, tuple] = {}        # id(cloth) → (cloth, ClothSurface, uv_lo, uv_span)
+        self._screen = np.empty((0, 4))                # projected vertices, grown to the largest cloth
+        self._valid = np.empty(0, np.bool_)
+        self._default_style = ClothStyle()             # made once: validation costs more than a small cloth
+        self._default_settings = RenderSettings()
+        self.resize(size)
+
+    def resize(self, size: tuple[int, int]) -> None:
+        """Reallocate the buffers for surfaces of ``size`` (w, h) [px], each >= 1."""
+        try:
+            w, h = (int(v) for v in size)
+            ok = (w, h) == tuple(size) and w >= 1 and h >= 1
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"SoftRenderer.size = {size!r}: expected (width, height) in whole pixels >= 1")
+        self.size = (w, h)
+        self.color = np.zeros((w, h), np.uint32, order="F")      # x contiguous, like a surface's rows
+        self.depth = np.full((w, h), _k.DEPTH_CLEAR, np.float32, order="F")
+        self._bbox = np.array([w, h, -1, -1], np.int64)          # drawn pixels, inclusive; empty when x1 < x0
+        self._overlay = None
+
+    @property
+    def covered(self) -> np.ndarray:
+        """Pixels the last ``draw`` covered with cloth, (w, h) bool."""
+        return self.depth <= 1.0
+
+    def draw(self, app_or_clothes: App | Cloth | Iterable[Cloth], surface: pygame.Surface, camera: Camera,
+             *, style: ClothStyle | None = None, settings: RenderSettings | None = None) -> pygame.Rect:
+        """Draw every cloth of an App (or the Cloth or cloths given) onto ``surface`` as seen by ``camera``.
+
+        style: a ClothStyle for every cloth (default: each entity's own, else ``ClothStyle()``); settings:
+        default the App's RenderSettings resource, else ``RenderSettings()``. Returns the rectangle of pixels
+        changed (empty when nothing is visible), for ``pygame.display.update(rect)``. Raises ValueError if
+        the surface size is not the renderer's, TypeError for a wrong kind of argument."""
+        if not isinstance(surface, pygame.Surface):
+            raise TypeError(f"SoftRenderer.draw surface = {surface!r}: expected a pygame.Surface")
+        if surface.get_size() != self.size:
+            raise ValueError(f"SoftRenderer.draw surface size = {surface.get_size()}: the renderer was made "
+                             f"for {self.size}; call resize({surface.get_size()}) first")
+        if not isinstance(camera, Camera):
+            raise TypeError(f"SoftRenderer.draw camera = {camera!r}: expected a components.Camera")
+        if settings is None:
+            found = app_or_clothes.resources.get(RenderSettings) if isinstance(app_or_clothes, App) else None
+            settings = found or self._default_settings
+        w, h = self.size
+        mvp = camera.projection(w / h) @ camera.view()
+        _k.clear(self._bbox, self.color, self.depth)
+        surfaces = {}
+        for cloth, cloth_style in self._gather(app_or_clothes, style):
+            if not cloth_style.visible:
+                continue
+            if settings.view == "particles":
+                self._draw_particles(cloth, cloth_style, settings, mvp)
+                if id(cloth) in self._surfaces:                        # keep it for the next shaded frame
+                    surfaces[id(cloth)] = self._surfaces[id(cloth)]
+            elif cloth.triangles.shape[0]:                             # ropes show in the particles view only
+                surfaces[id(cloth)] = self._draw_surface(cloth, cloth_style, settings, mvp)
+        self._surfaces = surfaces                                      # forget cloths no longer drawn
+        x0, y0, x1, y1 = (int(v) for v in self._bbox)
+        if x1 < x0:
+            return pygame.Rect(0, 0, 0, 0)
+        rect = pygame.Rect(x0, y0, x1 - x0 + 1, y1 - y0 + 1)
+        self._composite(surface, rect)
+        return rect
+
+    # --- per frame ---------------------------------------------------------------------------------
+    def _gather(self, source: Any, style: ClothStyle | None) -> list[tuple[Cloth, ClothStyle]]:
+        """[(cloth, style)] to draw: the given style, else the entity's ClothStyle, else the defaults."""
+        default = style or self._default_style
+        if isinstance(source, Cloth):
+            return [(source, default)]
+        if isinstance(source, App):
+            return [(cloth, style or source.try_get(entity, ClothStyle) or default)
+                    for entity, cloth in source.query(Cloth)]
+        if isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
+            clothes = list(source)
+            for i, cloth in enumerate(clothes):
+                if not isinstance(cloth, Cloth):
+                    raise TypeError(f"SoftRenderer.draw clothes[{i}] = {cloth!r}: expected a Cloth")
+            return [(cloth, default) for cloth in clothes]
+        raise TypeError(f"SoftRenderer.draw app_or_clothes = {source!r}: expected an App, a Cloth or Cloths")
+
+    def _draw_surface(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray) -> tuple:
+        """Refresh the cloth's ClothSurface (kept while its topology and subdivision last), project and
+        rasterize it; return its cache entry (cloth, surface, uv_lo, uv_span)."""
+        entry = self._surfaces.get(id(cloth))
+        if entry is None or entry[0] is not cloth or not entry[1].matches(cloth, style.subdivision):
+            fine = ClothSurface(cloth, style.subdivision)
+            uv_lo = fine.uv.min(axis=0)
+            entry = (cloth, fine, uv_lo, np.maximum(fine.uv.max(axis=0) - uv_lo, 1e-9))
+        _, fine, uv_lo, uv_span = entry
+        view = settings.view
+        fine.update(cloth, strain=view == "strain")
+        screen, valid = self._scratch_for(fine.vertex_count)
+        _k.project_points(fine.x, mvp, self.size[0], self.size[1], screen, valid)
+        texture = style.texture
+        kind = _k.NO_TEXTURE if texture is None or view != "shaded" else \
+            _k.CHECKER if isinstance(texture, str) else _k.IMAGE
+        _k.rasterize(screen, valid, fine.normal, fine.uv, fine.strain, fine.triangles, settings.light_direction,
+                     style.front_color, style.back_color, settings.ambient, _MODES[view], settings.strain_scale,
+                     kind, style.checker_scale, texture if kind == _k.IMAGE else _NO_IMAGE, uv_lo, uv_span,
+                     WIRE_WIDTH if view == "wireframe" else 0.0, self.color, self.depth, self._bbox)
+        return entry
+
+    def _draw_particles(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray) -> None:
+        """Splat the cloth's particles as squares of ``settings.point_size`` px, pinned ones in PINNED_COLOR."""
+        screen, valid = self._scratch_for(cloth.particle_count)
+        _k.project_points(cloth.x, mvp, self.size[0], self.size[1], screen, valid)
+        _k.splat_points(screen, valid, cloth.inv_mass, settings.point_size, style.front_color, PINNED_COLOR,
+                        self.color, self.depth, self._bbox)
+
+    def _scratch_for(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Projected points (n, 4) and their validity (n,): views of buffers grown to the largest n seen."""
+        if self._valid.shape[0] < n:
+            self._screen, self._valid = np.empty((n, 4)), np.empty(n, np.bool_)
+        return self._screen[:n], self._valid[:n]
+
+    def _composite(self, surface: pygame.Surface, rect: pygame.Rect) -> None:
+        """Copy the covered pixels inside ``rect`` into ``surface`` (32-bit: in place; else via an overlay)."""
+        target = surface
+        if surface.get_bytesize() != 4:                          # 8/16/24-bit: repack through a 32-bit overlay
+            if self._overlay is None:
+                self._overlay = pygame.Surface(self.size, pygame.SRCALPHA, 32)
+            target = self._overlay
+            target.fill((0, 0, 0, 0), rect)
+        masks = target.get_masks()
+        shifts = [(m & -m).bit_length() - 1 if m else 0 for m in masks[:3]]
+        pixels = pygame.surfarray.pixels2d(target)               # locks target until deleted
+        try:
+            _k.composite(self.color, self.depth, self._bbox, shifts[0], shifts[1], shifts[2], masks[3], pixels)
+        finally:
+            del pixels
+        if target is not surface:
+            surface.blit(target, rect, area=rect)
+
+
+# --- plugin --------------------------------------------------------------------------------------------
+class SoftRenderPlugin:
+    """Draw every Cloth onto ``surface`` once per frame in the RENDER stage (system ``draw_cloth_soft``).
+
+    camera: the Camera to draw with; None: the first entity with a Camera component, else ``Camera()`` (as
+    the GL renderer chooses). style overrides every cloth's ClothStyle. The renderer is
+    ``plugin.renderer``; the rectangle drawn last frame ``plugin.last_rect``. RENDER runs at the end of
+    ``app.update``, so draw the game's background before calling it."""
+
+    def __init__(self, surface: pygame.Surface, camera: Camera | None = None, *,
+                 style: ClothStyle | None = None) -> None:
+        if not isinstance(surface, pygame.Surface):
+            raise TypeError(f"SoftRenderPlugin surface = {surface!r}: expected a pygame.Surface")
+        self.surface = surface
+        self.camera = camera
+        self.style = style
+        self.renderer = SoftRenderer(surface.get_size())
+        self.last_rect = pygame.Rect(0, 0, 0, 0)
+        self._default_camera = Camera()
+
+    def build(self, app: App) -> None:
+        app.insert_resource(RenderSettings(), replace=False)
+        app.add_system(self.draw_cloth, Stage.RENDER, name="draw_cloth_soft")
+
+    def draw_cloth(self, app: App, dt: float) -> None:
+        """Draw the App's cloths onto the plugin's surface (dt, the real frame time, is unused)."""
+        camera = self.camera or next((c for _, c in app.query(Camera)), None) or self._default_camera
+        self.last_rect = self.renderer.draw(app, self.surface, camera, style=self.style)

@@ -1,0 +1,380 @@
+"""Surface: what every renderer draws from a cloth — smooth normals, Loop subdivision, per-vertex strain.
+
+Not a system: shared kernels and a per-cloth cache (``ClothSurface``) that the GL renderer
+(systems/render_gl.py) and the software renderer (systems/render_soft.py) both use, so neither imports
+the other. Following Fisher's "Rendering" notes (seeds/fisher-cloth-notes.txt):
+
+- **Normals** are area-weighted vertex normals: the sum of the unnormalised face normals
+  cross(p1 − p0, p2 − p0) (each 2·area long) of the triangles around a vertex, normalised. Fisher colours
+  them as RGB (the renderers' "normals" view) "because it makes it obvious what the orientation of the
+  cloth at any point is".
+- **Loop subdivision** ("we can take a low-resolution cloth simulation output, and construct a
+  high-resolution refined mesh … In the case below, I use the loop subdivision scheme"): each level splits
+  every triangle in four and smooths. Every new vertex is a fixed linear combination of the particles, so
+  the whole 0–2 level scheme is one sparse matrix S (m, n), built ONCE per topology (``loop_stencil``, CSR)
+  and applied per frame by one numba kernel (``subdivide``): x_fine = S · x. Rest UVs go through the same
+  matrix once.
+- **Strain** per particle is the mean relative elongation |xᵢ − xⱼ| / rest − 1 of its structural links,
+  for the strain heatmap.
+
+Loop's rules (Loop 1987), n the particles, k a vertex's valence:
+
+    interior vertex   (1 − k·β)·v + β·Σ neighbours,  β = (5/8 − (3/8 + ¼·cos(2π/k))²) / k
+    interior edge     3/8·(a + b) + 1/8·(c + d)       (c, d: the vertices opposite the edge)
+    boundary vertex   3/4·v + 1/8·(p + q)             (p, q: its two boundary neighbours)
+    boundary edge     1/2·(a + b)
+    corner            v (kept)                        (boundary turning by more than ``CORNER_ANGLE``
+                                                       in the rest shape, or not exactly two boundary edges)
+
+The weights of each row sum to 1, so the subdivided surface of a flat sheet stays in its plane and
+corners (where cloth is usually pinned) stay put. Edges shared by more than two triangles are treated
+as boundary creases.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from loom.components.cloth import STRETCH
+
+CORNER_ANGLE = math.radians(40.0)
+"""A boundary vertex whose boundary turns by more than this in the rest shape is a corner and is kept
+(a grid's four corners turn by 90°; a 24-segment disc's rim by 15° and stays smooth)."""
+MAX_LEVELS = 2
+"""Most subdivision levels supported: each quadruples the triangles (2 levels: 16× the triangles)."""
+
+
+@dataclass(eq=False)
+class LoopStencil:
+    """``levels`` of Loop subdivision as one sparse matrix: fine vertex i = Σ weights · particle indices.
+
+    indptr (m + 1,) int64, indices (nnz,) int32 and weights (nnz,) float64 are the CSR rows of the
+    (m, n) matrix; ``triangles`` (4^levels · t, 3) int32 are the fine triangles, counter-clockwise like
+    the coarse ones. The first n fine vertices are the (smoothed) particles, in order."""
+
+    levels: int
+    """Subdivision levels, 0–2 (0: the identity)."""
+    source_count: int
+    """Coarse vertices n (the cloth's particles)."""
+    vertex_count: int
+    """Fine vertices m."""
+    indptr: np.ndarray
+    """CSR row offsets (m + 1,) int64."""
+    indices: np.ndarray
+    """CSR column (particle) indices (nnz,) int32, ascending within a row."""
+    weights: np.ndarray
+    """CSR weights (nnz,) float64; each row sums to 1."""
+    triangles: np.ndarray
+    """Fine triangles (4^levels · t, 3) int32, counter-clockwise seen from the front."""
+
+
+def loop_stencil(triangles: Any, rest_x: Any, levels: int) -> LoopStencil:
+    """Build the sparse matrix of ``levels`` (0–2) Loop subdivision steps of a triangle mesh, once per topology.
+
+    triangles (t, 3) int, counter-clockwise; rest_x (n, 3) [m] rest positions (only used to find corners,
+    whose boundary turns by more than ``CORNER_ANGLE``). Raises ValueError for levels outside 0–2 or
+    indices out of range. Cost: a few ms for a 64 × 64 grid at 2 levels; never call it per frame."""
+    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or not 0 <= levels <= MAX_LEVELS:
+        raise ValueError(f"loop_stencil levels = {levels!r}: must be 0, 1 or 2")
+    tris = np.ascontiguousarray(triangles, dtype=np.int64)
+    rest = np.ascontiguousarray(rest_x, dtype=np.float64)
+    n = rest.shape[0]
+    if tris.ndim != 2 or tris.shape[1] != 3 or rest.ndim != 2 or rest.shape[1] != 3:
+        raise ValueError(f"loop_stencil: triangles {tris.shape} and rest_x {rest.shape}, expected (t, 3) and (n, 3)")
+    if tris.size and (tris.min() < 0 or tris.max() >= n):
+        raise ValueError(f"loop_stencil triangles: indices {tris.min()}..{tris.max()} out of range for {n} vertices")
+    indptr = np.arange(n + 1, dtype=np.int64)
+    indices = np.arange(n, dtype=np.int32)
+    weights = np.ones(n)
+    for _ in range(int(levels)):
+        l_ptr, l_idx, l_w, tris = _loop_level(tris, rest)
+        rest = np.zeros((l_ptr.size - 1, 3))
+        indptr, indices, weights = _csr_matmul(l_ptr, l_idx, l_w, indptr, indices, weights, n)
+        _apply_csr(indptr, indices, weights, np.ascontiguousarray(rest_x, dtype=np.float64), rest)
+    return LoopStencil(levels=int(levels), source_count=n, vertex_count=indptr.size - 1, indptr=indptr,
+                       indices=indices, weights=weights, triangles=np.ascontiguousarray(tris, dtype=np.int32))
+
+
+def subdivide(stencil: LoopStencil, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Return the fine values S · values: values (n, k) or (n,) float64 per particle → (m, k) or (m,).
+
+    Positions, rest UVs, strains … anything linear. ``out`` (preallocated, C-contiguous float64) avoids
+    an allocation per frame."""
+    src = np.ascontiguousarray(values, dtype=np.float64)
+    if src.shape[0] != stencil.source_count:
+        raise ValueError(f"subdivide values: {src.shape[0]} rows, the stencil expects {stencil.source_count}")
+    shape = (stencil.vertex_count,) + src.shape[1:]
+    if out is None:
+        out = np.empty(shape)
+    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"subdivide out: shape {out.shape} dtype {out.dtype}, expected C-contiguous {shape} float64")
+    _apply_csr(stencil.indptr, stencil.indices, stencil.weights, src.reshape(src.shape[0], -1),
+               out.reshape(shape[0], -1))
+    return out
+
+
+def vertex_normals(x: np.ndarray, triangles: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Return area-weighted unit vertex normals (n, 3) of positions x (n, 3) [m] and triangles (t, 3).
+
+    Each vertex sums the face normals cross(p1 − p0, p2 − p0) (length 2·area) of its triangles and
+    normalises; a vertex in no triangle, or only in degenerate ones, gets (0, 0, 0)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if out is None:
+        out = np.empty_like(x)
+    _vertex_normals(np.ascontiguousarray(triangles, dtype=np.int32), x, out)
+    return out
+
+
+def vertex_strain(x: np.ndarray, link_i: np.ndarray, link_j: np.ndarray, link_rest: np.ndarray,
+                  link_use: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Return each particle's mean link strain (n,) [-]: mean of |xᵢ − xⱼ| / rest − 1 over its used links.
+
+    x (n, 3) [m]; link_i, link_j (c,) int32; link_rest (c,) [m]; link_use (c,) bool selects the links
+    (structural ones for the heatmap). Positive is stretch, negative compression; 0 for a particle with no
+    used link."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if out is None:
+        out = np.empty(x.shape[0])
+    _vertex_strain(link_i, link_j, link_rest, link_use, x, out)
+    return out
+
+
+class ClothSurface:
+    """One cloth's drawing data at ``levels`` of subdivision: fine positions, normals, rest UVs, strains.
+
+    Build it once per cloth and topology (``ClothSurface(cloth, levels)``; ``matches`` says whether a
+    cloth still fits, e.g. after tearing rebuilt its triangles), then call ``update(cloth)`` every frame:
+    it writes the preallocated arrays in place with numba kernels, no Python loop over vertices.
+
+        x (m, 3) [m] · normal (m, 3) unit · uv (m, 2) [m] rest material coordinates (constant) ·
+        strain (m,) [-] (filled when ``update(strain=True)``) · triangles (t_fine, 3) int32
+    """
+
+    def __init__(self, cloth: Any, levels: int) -> None:
+        self.levels = int(levels)
+        self._triangles_source = cloth.triangles              # held, so `is` detects a replaced array
+        self._key = _topology_key(cloth, self.levels)
+        n = cloth.x.shape[0]
+        self.stencil = loop_stencil(cloth.triangles, cloth.rest_x, self.levels) if self.levels else None
+        self.triangles = self.stencil.triangles if self.stencil else np.ascontiguousarray(cloth.triangles, np.int32)
+        m = self.stencil.vertex_count if self.stencil else n
+        self.vertex_count = m
+        self.uv = subdivide(self.stencil, cloth.rest_uv) if self.stencil else cloth.rest_uv.astype(np.float64)
+        self.x = np.empty((m, 3))
+        self.normal = np.zeros((m, 3))
+        self.strain = np.zeros(m)
+        self.particle_strain = np.zeros(n)
+        """Per-particle mean structural strain [-], (n,), filled by ``update(strain=True)``."""
+        kinds = np.asarray(cloth.link_kind)[cloth.link_order] if cloth.link_i.size else np.zeros(0, np.int8)
+        use = kinds == STRETCH
+        self._link_use = np.ascontiguousarray(use if use.any() else np.ones(kinds.shape, bool))
+
+    def matches(self, cloth: Any, levels: int) -> bool:
+        """True if this surface still fits ``cloth`` at ``levels`` (same particles, same triangle array)."""
+        return cloth.triangles is self._triangles_source and self._key == _topology_key(cloth, int(levels))
+
+    def update(self, cloth: Any, *, strain: bool = False) -> None:
+        """Refresh x, normal (and strain when asked) from the cloth's current positions, in place."""
+        if self.stencil is not None:
+            _apply_csr(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
+        else:
+            self.x[:] = cloth.x
+        _vertex_normals(self.triangles, self.x, self.normal)
+        if strain:
+            _vertex_strain(cloth.link_i, cloth.link_j, cloth.link_rest, self._link_use, cloth.x, self.particle_strain)
+            if self.stencil is not None:
+                _apply_csr(self.stencil.indptr, self.stencil.indices, self.stencil.weights,
+                           self.particle_strain.reshape(-1, 1), self.strain.reshape(-1, 1))
+            else:
+                self.strain[:] = self.particle_strain
+
+
+def _topology_key(cloth: Any, levels: int) -> tuple:
+    """What must not change for a ClothSurface to stay valid (tearing may bump ``topology_version``)."""
+    return (levels, cloth.x.shape[0], cloth.triangles.shape[0], cloth.link_i.shape[0],
+            getattr(cloth, "topology_version", None))
+
+
+# --- one Loop level: topology → CSR rows (built once, vectorised numpy) ------------------------------------------
+def _loop_level(tris: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One Loop step of triangles (t, 3) int64 with rest positions (n, 3): CSR (n + e, n) and the 4t triangles."""
+    n, t = rest.shape[0], tris.shape[0]
+    a = tris.ravel()                                        # half-edge (a → b) of triangle f, side k,
+    b = np.roll(tris, -1, axis=1).ravel()                   # with c the vertex opposite it
+    c = np.roll(tris, -2, axis=1).ravel()
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keys, edge_of_half, count = np.unique(lo * n + hi, return_inverse=True, return_counts=True)
+    edge_of_half = edge_of_half.ravel()
+    e = keys.size
+    e_lo, e_hi = keys // n, keys % n
+    interior = count == 2
+    order = np.argsort(edge_of_half, kind="stable")
+    start = np.zeros(e + 1, np.int64)
+    np.cumsum(count, out=start[1:])
+    opp0 = c[order[start[:-1]]]
+    opp1 = c[order[np.minimum(start[:-1] + 1, start[1:] - 1)]]
+
+    valence = np.bincount(e_lo, minlength=n) + np.bincount(e_hi, minlength=n)
+    b_lo, b_hi = e_lo[~interior], e_hi[~interior]
+    boundary_count = np.bincount(b_lo, minlength=n) + np.bincount(b_hi, minlength=n)
+    # The two boundary neighbours of each boundary vertex: sort (vertex, neighbour) pairs by vertex.
+    pv = np.concatenate([b_lo, b_hi])
+    pn = np.concatenate([b_hi, b_lo])
+    by_vertex = np.argsort(pv, kind="stable")
+    pv, pn = pv[by_vertex], pn[by_vertex]
+    first = np.searchsorted(pv, np.arange(n))
+    regular_boundary = boundary_count == 2
+    smooth = np.zeros(n, bool)
+    rb = np.flatnonzero(regular_boundary)
+    if rb.size:
+        p, q = pn[first[rb]], pn[first[rb] + 1]
+        d1 = rest[rb] - rest[p]
+        d2 = rest[q] - rest[rb]
+        norms = np.linalg.norm(d1, axis=1) * np.linalg.norm(d2, axis=1)
+        cos_turn = np.einsum("ij,ij->i", d1, d2) / np.where(norms > 0.0, norms, 1.0)
+        smooth[rb] = (norms > 0.0) & (cos_turn >= math.cos(CORNER_ANGLE))
+    is_interior_vertex = (boundary_count == 0) & (valence > 0)
+
+    k = np.maximum(valence, 1).astype(np.float64)
+    beta = (5.0 / 8.0 - (3.0 / 8.0 + 0.25 * np.cos(2.0 * math.pi / k)) ** 2) / k
+    self_weight = np.ones(n)
+    self_weight[is_interior_vertex] = 1.0 - valence[is_interior_vertex] * beta[is_interior_vertex]
+    self_weight[smooth] = 0.75
+
+    rows, cols, vals = [np.arange(n)], [np.arange(n)], [self_weight]
+    for v, u in ((e_lo, e_hi), (e_hi, e_lo)):               # interior vertices: β to every neighbour
+        use = is_interior_vertex[v]
+        rows.append(v[use]), cols.append(u[use]), vals.append(beta[v[use]])
+    for v, u in ((b_lo, b_hi), (b_hi, b_lo)):               # smooth boundary vertices: 1/8 along the boundary
+        use = smooth[v]
+        rows.append(v[use]), cols.append(u[use]), vals.append(np.full(use.sum(), 0.125))
+    edge_rows = n + np.arange(e)
+    w_end = np.where(interior, 0.375, 0.5)
+    rows += [edge_rows, edge_rows, edge_rows[interior], edge_rows[interior]]
+    cols += [e_lo, e_hi, opp0[interior], opp1[interior]]
+    vals += [w_end, w_end, np.full(interior.sum(), 0.125), np.full(interior.sum(), 0.125)]
+    rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
+    entry, inverse = np.unique(rows_a * n + cols_a, return_inverse=True)
+    weights = np.bincount(inverse.ravel(), weights=np.concatenate(vals))
+    indptr = np.zeros(n + e + 1, np.int64)
+    np.cumsum(np.bincount(entry // n, minlength=n + e), out=indptr[1:])
+
+    mid = (n + edge_of_half).reshape(t, 3)                  # mid[:, 0] on edge v0v1, 1 on v1v2, 2 on v2v0
+    v0, v1, v2 = tris[:, 0], tris[:, 1], tris[:, 2]
+    m01, m12, m20 = mid[:, 0], mid[:, 1], mid[:, 2]
+    fine = np.stack([np.stack([v0, m01, m20], 1), np.stack([v1, m12, m01], 1),
+                     np.stack([v2, m20, m12], 1), np.stack([m01, m12, m20], 1)], 1).reshape(4 * t, 3)
+    return indptr, (entry % n).astype(np.int32), weights, fine
+
+
+# --- kernels: private, arrays in, arrays out -----------------------------------------------------------------
+@numba.njit(cache=True)
+def _apply_csr(indptr, indices, weights, src, out):
+    """out (m, k) = S · src (n, k) for the CSR matrix S (indptr (m + 1,), indices, weights); overwrites out."""
+    k = src.shape[1]
+    for i in range(out.shape[0]):
+        for col in range(k):
+            out[i, col] = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            w = weights[p]
+            for col in range(k):
+                out[i, col] += w * src[j, col]
+
+
+@numba.njit(cache=True)
+def _csr_matmul(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val, b_cols):
+    """C = A · B for CSR matrices (Gustavson's row-by-row product); returns C's (indptr, indices, weights).
+
+    Used once per topology to fold several Loop levels into one stencil; column indices come out sorted."""
+    m = a_ptr.shape[0] - 1
+    marker = np.full(b_cols, -1, np.int64)
+    c_ptr = np.zeros(m + 1, np.int64)
+    for i in range(m):
+        count = 0
+        for p in range(a_ptr[i], a_ptr[i + 1]):
+            r = a_idx[p]
+            for q in range(b_ptr[r], b_ptr[r + 1]):
+                j = b_idx[q]
+                if marker[j] != i:
+                    marker[j] = i
+                    count += 1
+        c_ptr[i + 1] = c_ptr[i] + count
+    c_idx = np.empty(c_ptr[m], np.int32)
+    c_val = np.empty(c_ptr[m], np.float64)
+    acc = np.zeros(b_cols)
+    marker[:] = -1
+    for i in range(m):
+        s = c_ptr[i]
+        length = 0
+        for p in range(a_ptr[i], a_ptr[i + 1]):
+            r = a_idx[p]
+            w = a_val[p]
+            for q in range(b_ptr[r], b_ptr[r + 1]):
+                j = b_idx[q]
+                if marker[j] != i:
+                    marker[j] = i
+                    c_idx[s + length] = j
+                    length += 1
+                    acc[j] = w * b_val[q]
+                else:
+                    acc[j] += w * b_val[q]
+        c_idx[s:s + length] = np.sort(c_idx[s:s + length])
+        for p in range(s, s + length):
+            c_val[p] = acc[c_idx[p]]
+    return c_ptr, c_idx, c_val
+
+
+@numba.njit(cache=True)
+def _vertex_normals(triangles, x, out):
+    """Area-weighted unit vertex normals: out (n, 3) = normalise(Σ cross(p1 − p0, p2 − p0)) over each vertex's
+    triangles (Fisher "Rendering"); triangles (t, 3) int32, x (n, 3) [m]; zero where the sum is zero."""
+    out[:, :] = 0.0
+    for f in range(triangles.shape[0]):
+        a, b, c = triangles[f, 0], triangles[f, 1], triangles[f, 2]
+        ux, uy, uz = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
+        vx, vy, vz = x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2]
+        nx = uy * vz - uz * vy
+        ny = uz * vx - ux * vz
+        nz = ux * vy - uy * vx
+        for v in (a, b, c):
+            out[v, 0] += nx
+            out[v, 1] += ny
+            out[v, 2] += nz
+    for v in range(out.shape[0]):
+        length = math.sqrt(out[v, 0] ** 2 + out[v, 1] ** 2 + out[v, 2] ** 2)
+        if length > 0.0:
+            out[v, 0] /= length
+            out[v, 1] /= length
+            out[v, 2] /= length
+
+
+@numba.njit(cache=True)
+def _vertex_strain(link_i, link_j, link_rest, link_use, x, out):
+    """Mean strain |xᵢ − xⱼ| / rest − 1 [-] of each particle's used links → out (n,); 0 with no used link.
+
+    link_i, link_j (c,) int32; link_rest (c,) [m]; link_use (c,) bool; x (n, 3) [m]."""
+    n = out.shape[0]
+    count = np.zeros(n)
+    out[:] = 0.0
+    for k in range(link_i.shape[0]):
+        if not link_use[k] or link_rest[k] <= 0.0:
+            continue
+        a, b = link_i[k], link_j[k]
+        d = math.sqrt((x[a, 0] - x[b, 0]) ** 2 + (x[a, 1] - x[b, 1]) ** 2 + (x[a, 2] - x[b, 2]) ** 2)
+        s = d / link_rest[k] - 1.0
+        out[a] += s
+        out[b] += s
+        count[a] += 1.0
+        count[b] += 1.0
+    for v in range(n):
+        if count[v] > 0.0:
+            out[v] /= count[v]
+
+
+vertex_normals_into = _vertex_normals
+"""The normals kernel for other kernels: ``vertex_normals_into(triangles, x, out)`` (njit, in place)."""

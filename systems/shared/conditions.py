@@ -1,0 +1,26 @@
+"""Run conditions (``add_system(..., run_if=...)``): skip a system for the whole step when it has nothing to do.
+
+A substep system costs a query and a Python call even with nothing to do; with 13 substep systems
+and 8 substeps that is about 100 calls per frame, 0.1 ms of the cape game's 1 ms. The conditions
+here are checked once per step (after PRE_STEP, so a cloth switched to another model or a grab
+taken in PRE_STEP counts at once).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from loom.components import Cloth
+from loom.engine import App
+
+
+def uses_model(model: str) -> Callable[[App], bool]:
+    """Condition: some substepped or whole-step Cloth in the world uses ``model`` ("verlet", …)."""
+    def condition(app: App) -> bool:
+        return any(cloth.model == model for _, cloth in app.query(Cloth))
+    condition.__name__ = f"uses_{model}"
+    return condition
+
+
+def self_colliding(app: App) -> bool:
+    """Condition: some substepped Cloth has self-collision on."""
+    return any(cloth.self_collision and cloth.substepped for _, cloth in app.query(Cloth))

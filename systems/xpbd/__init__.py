@@ -1,0 +1,31 @@
+"""XPBD, the default model: where its predict, constraint and update steps happen.
+
+- ``predict``: symplectic Euler prediction, velocity update with damping, force clearing.
+- ``constraints``: links, dihedral bending, Provot's limit and long-range tethers, colour by colour.
+- ``XPBDPlugin`` = ``IntegrationPlugin`` + ``ConstraintPlugin``.
+"""
+from __future__ import annotations
+
+from loom.engine import App, Stage
+from loom.systems.sets import ClothSet
+from loom.systems.xpbd import constraints, predict
+
+
+class IntegrationPlugin:
+    """Symplectic Euler prediction, velocity update with damping, force clearing."""
+
+    def build(self, app: App) -> None:
+        app.add_system(predict.predict_positions, Stage.SUBSTEP, in_set=ClothSet.PREDICT)
+        app.add_system(predict.update_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE)
+        app.add_system(predict.clear_forces, Stage.POST_STEP, in_set=ClothSet.CLEAR)
+
+
+class ConstraintPlugin:
+    """XPBD links, dihedral bending, Provot limit and tethers."""
+
+    def build(self, app: App) -> None:
+        app.add_system(constraints.refresh_tethers, Stage.PRE_STEP, in_set=ClothSet.TETHERS)
+        app.add_system(constraints.solve_constraints, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN)
+
+
+__all__ = ["ConstraintPlugin", "IntegrationPlugin"]
