@@ -13,10 +13,11 @@ A game writes ``import loom`` and little else::
 The everyday API, by where it lives:
 
 =====================  ===========================================================================
-the frame              ``App``, ``Stage``, ``Plugin``, ``PluginGroup``, ``FixedClock``, ``mesh``, ``Mesh``
-                       (``loom.engine``)
-cloth                  ``Cloth``, ``ClothMaterial``, ``Pin``, ``Transform``, ``Gravity``, ``Tearable``,
-                       ``VerletSettings``, ``MassSpringSettings``, ``ImplicitSettings``
+the frame              ``App``, ``Stage``, ``Plugin``, ``PluginGroup``, ``PluginError``, ``FixedClock``,
+                       ``WindowRunner``, ``mesh`` (the mesh builders), ``Mesh`` (``loom.engine``)
+cloth                  ``Cloth``, ``ClothMaterial``, ``PRESETS``, ``Pin``, ``Transform``, ``Gravity``,
+                       ``Tearable``; the models: ``MODELS``, ``VerletSettings``, ``MassSpringSettings``,
+                       ``ImplicitSettings``
 colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylinder``, ``Box``, ``Prism``,
                        ``TriangleMesh``, ``RigidBody2D``, ``Space2D``
 air and input          ``Wind``, ``Blower``, ``Grab``, ``Camera``, ``InputState``
@@ -30,7 +31,8 @@ files                  ``load_obj``, ``save_obj``, ``save_snapshot``, ``load_sna
 Subpackages: ``loom.engine`` (App, schedule, clock, plugins, meshes, window, runner), ``loom.components``
 (plain data, validated), ``loom.systems`` (behaviour and numba kernels), ``loom.files`` (OBJ/PLY, bake,
 thickness, snapshots, replays), ``loom.games`` (``python -m loom.games``), ``loom.benchmarks``
-(``python -m loom.benchmarks``). docs/architecture.md draws the layers and what each may import.
+(``python -m loom.benchmarks``). docs/architecture.md draws the layers, what each may import and one
+frame; docs/api.md is the reference, generated from the code.
 
 Names load on first use, so ``import loom`` costs nothing until a name is touched.
 """

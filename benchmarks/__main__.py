@@ -12,7 +12,8 @@ BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": start
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
-        p = argparse.ArgumentParser(prog="python -m loom.benchmarks", description="Loom benchmarks; each prints JSON lines.")
+        p = argparse.ArgumentParser(prog="python -m loom.benchmarks",
+                                    description="Loom benchmarks; each prints JSON lines.")
         p.add_argument("benchmark", choices=sorted(BENCHMARKS))
         p.parse_args(argv[:1])
         return

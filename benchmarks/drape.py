@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from loom.benchmarks.stretch import stretch_over
 from loom.engine import App
 from loom.games import drape
 from loom.systems import DefaultPlugins
@@ -23,6 +24,9 @@ GROUPS = {"solve_constraints": "constraints", "collide_self": "self_collision",
           "collide_environment": "environment", "gather_colliders": "environment",
           "predict_positions": "integration", "update_velocities": "integration",
           "prepare_pins": "pins", "pin_particles": "pins"}
+
+STRETCH_FRAMES = 30
+"""Steps after the timed ones whose stretch is sampled (worst and p99 in the record)."""
 
 
 def run(n: int, *, steps: int, threads: int, substeps: int) -> dict:
@@ -41,11 +45,14 @@ def run(n: int, *, steps: int, threads: int, substeps: int) -> dict:
     for name, seconds in app.system_seconds.items():
         group = GROUPS.get(name, "other")
         breakdown[group] = breakdown.get(group, 0.0) + seconds
+    app.profiling = False
+    stretch = stretch_over(app, STRETCH_FRAMES)          # after the timed steps, outside the timer
     record = {
         "scene": "drape", "n": n, "particles": cloth.particle_count, "threads": threads, "substeps": substeps,
         "steps": steps, "wall_s": round(wall, 3), "steps_per_s": round(steps / wall, 2),
         "sim_ms_per_step": round(1000 * wall / steps, 3),
         "ms_per_step": {k: round(1000 * v / steps, 3) for k, v in sorted(breakdown.items())},
+        **stretch,
         "list_builds": int(app.resource(SelfCollisionBuffers).builds[0]) - builds,
         "warmup_s": round(warmup, 3), "nan": bool(not np.isfinite(cloth.x).all()),
     }

@@ -26,6 +26,7 @@ import numpy as np
 
 from loom.components import Cloth, Pin, Wind
 from loom.engine import App, Stage, mesh
+from loom.benchmarks.stretch import StretchMeter
 from loom.systems import DefaultPlugins
 
 GROUPS = {
@@ -100,10 +101,12 @@ def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = T
     app.step(1)                                          # compile or load cached kernels
     warmup = time.perf_counter() - start
     times = np.empty(frames)                             # 1: the simulation alone, frame by frame
+    stretch = StretchMeter()
     for f in range(frames):
         t0 = time.perf_counter()
         app.step(1)
         times[f] = time.perf_counter() - t0
+        stretch.sample(app)                              # outside the timer
     app.profiling = True                                 # 2: the per-system breakdown
     profiled = max(frames // 5, 1)
     app.step(profiled)
@@ -138,6 +141,7 @@ def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = T
         "substeps": substeps, "threads": threads,
         "sim_ms_median": round(1000 * float(np.median(times)), 3),
         "sim_ms_p99": round(1000 * float(np.percentile(times, 99)), 3),
+        **stretch.record(),
         "ms_per_frame": breakdown,
         **({"render_ms_median": round(1000 * float(np.median(drawn)), 3)} if renderer is not None else {}),
         "warmup_s": round(warmup, 3), "nan": report["nan"], "rejected_steps": report["rejected_steps"],

@@ -15,9 +15,14 @@ import json
 import math
 import time
 
-from loom.components import MODELS, PRECISIONS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, VerletSettings
+from loom.benchmarks.stretch import stretch_over
+from loom.components import (MODELS, PRECISIONS, STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform,
+                             VerletSettings)
 from loom.engine import App, mesh
 from loom.systems import DefaultPlugins
+
+STRETCH_FRAMES = 30
+"""Steps after the timed ones whose stretch is sampled (worst and p99 in the record)."""
 
 
 def build_sheet(app: App, n: int, *, iters: int, tethers: bool, model: str, dt: float, sphere: bool,
@@ -48,6 +53,8 @@ def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads
     app.step(steps)
     wall = time.perf_counter() - start
     constraints = cloth.constraint_count
+    final_max_stretch = round(float(cloth.strain(STRETCH).max()), 6)   # at the end of the timed steps
+    stretch = stretch_over(app, STRETCH_FRAMES)          # after the timed steps, outside the timer
     record = {
         "impl": f"loom-{model}-{'parallel' if threads > 1 else 'serial'}",
         "n": n,
@@ -63,7 +70,8 @@ def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads
         "wall_s": round(wall, 4),
         "steps_per_s": round(steps / wall, 2),
         "constraint_projections_per_s": round(constraints * iters * substeps * steps / wall),
-        "final_max_stretch": round(float(cloth.strain(STRETCH).max()), 6),
+        "final_max_stretch": final_max_stretch,
+        **stretch,
         "rejected_steps": cloth.rejected_steps,
         "warmup_s": round(warmup, 3),
     }

@@ -6,7 +6,7 @@ from loom.components.collider import (Box, Capsule, Collider, ColliderSet, Cylin
 from loom.components.grab import Grab
 from loom.components.gravity import Gravity
 from loom.components.material import PRESETS, ClothMaterial
-from loom.components.models import INTEGRATORS, ImplicitSettings, MassSpringSettings, VerletSettings
+from loom.components.models import INTEGRATORS, SETTINGS, ImplicitSettings, MassSpringSettings, VerletSettings
 from loom.components.pin import Pin
 from loom.components.render import ClothStyle, InputState, RenderSettings
 from loom.components.rigid_body import RigidBody2D, Space2D
@@ -15,7 +15,7 @@ from loom.components.transform import Transform
 from loom.components.wind import Blower, Wind
 
 __all__ = [
-    "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SHEAR", "STEP_MODELS", "STRETCH",
+    "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SETTINGS", "SHEAR", "STEP_MODELS", "STRETCH",
     "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
     "Cylinder", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
     "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",

@@ -1,4 +1,4 @@
-"""Revisioned: components that count assignments to their attributes (systems/batch.py keys on it)."""
+"""Revisioned: components that count assignments to their attributes (systems/shared/batch.py keys on it)."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,7 +6,7 @@ from typing import Any
 
 class Revisioned:
     """Mixin: ``revision`` counts assignments to the instance's attributes (an array replaced, not one
-    changed in place), so batches of many components (systems/batch.py) know when to rebuild their
+    changed in place), so batches of many components (systems/shared/batch.py) know when to rebuild their
     references to its arrays."""
 
     revision: int = 0

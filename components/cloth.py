@@ -14,15 +14,17 @@ import numpy as np
 from loom.components._revision import Revisioned
 from loom.components._validate import choice, floats, indices, integer, real, show
 from loom.components.material import ClothMaterial
-from loom.components.models import SETTINGS, settings_for
+from loom.components.models import MODEL_SPECS, SETTINGS, model_spec, settings_for
 from loom.engine.coloring import color_order
+from loom.engine.geometry import triangle_areas
 from loom.engine.mesh import Mesh
 
 MODELS = tuple(SETTINGS)
-"""Solvers a cloth can select with ``model=``: xpbd (default), verlet, mass_spring, implicit.
-Each system skips cloths of other models."""
-STEP_MODELS = ("implicit",)
-"""Models solved once per fixed step by one fused system; the substep systems skip them."""
+"""The built-in solvers a cloth can select with ``model=``: xpbd (default), verlet, mass_spring, implicit.
+A plugin adds its own with ``loom.systems.registry.register_model`` (``MODEL_SPECS`` lists every known one);
+each model's systems find their cloths through one index (``loom.systems.shared.model_index``)."""
+STEP_MODELS = tuple(name for name, spec in MODEL_SPECS.items() if spec.whole_step)
+"""Built-in models solved once per fixed step by one fused system; the substep systems skip them."""
 
 SELF_COLLISION_MODES = ("particle", "triangle")
 PRECISIONS = ("float64", "float32")
@@ -39,8 +41,18 @@ class Cloth(Revisioned):
     Every array is C-contiguous float64 (positions, masses) or int32 (indices). Link tables are
     stored in colour order (see ``loom.engine.coloring``): ``link_color_offsets[c]:link_color_offsets[c+1]``
     is colour c, whose links share no particle.
+
+    Fields come in four groups — Newton's split of rest data (Model) from changing data (State), kept in
+    one component so ``cloth.x``, ``cloth.v``, ``cloth.inv_mass`` stay where games and kernels read them:
+    the constructor inputs (``x`` and ``inv_mass`` are also state); derived rest data, which no step
+    changes (colour-ordered links, rest lengths and angles, ``base_inv_mass``; tearing rebuilds them
+    whole); the state a step changes (``x``, ``v``, ``x_prev``, ``force``; ``inv_mass`` where pins and
+    grabs hold particles); and solver internals (XPBD multipliers, tether tables, the guard's
+    ``rejected_steps``). What one model keeps per cloth lives outside, in resources dropped when the
+    cloth is despawned (``loom.systems.shared.model_index``).
     """
 
+    # --- constructor inputs ---------------------------------------------------------------------
     x: np.ndarray
     """Particle positions [m], shape (n, 3); also the rest shape unless ``rest_x`` is given."""
     mass: np.ndarray
@@ -62,7 +74,8 @@ class Cloth(Revisioned):
     material: ClothMaterial = field(default_factory=ClothMaterial)
     """Fabric parameters (density, compliances, damping, thickness, friction)."""
     model: str = "xpbd"
-    """Solver that steps this cloth: one of ``MODELS``."""
+    """Solver that steps this cloth: a built-in one of ``MODELS`` or a registered one (``MODEL_SPECS``);
+    fixed once built (replace the component to switch)."""
     settings: Any = None
     """The model's settings (VerletSettings, MassSpringSettings, ImplicitSettings); None: defaults."""
     iterations: int = 2
@@ -75,7 +88,7 @@ class Cloth(Revisioned):
     """Pinned particles each free particle is tethered to (the nearest in rest space)."""
     self_collision: bool = False
     """Keep this cloth's particles ``material.thickness`` apart from each other and from other
-    self-colliding cloths (systems/self_collision.py). Costs about as much as the constraint solve."""
+    self-colliding cloths (systems/collision/self_collision.py). Costs about as much as the constraint solve."""
     self_collision_mode: str = "particle"
     """"particle": particle pairs only (fine meshes, spacing ≤ thickness); "triangle": also keep
     particles off non-incident triangles (coarse meshes)."""
@@ -84,7 +97,7 @@ class Cloth(Revisioned):
     half the memory traffic (XPBD only; rest data, masses and constraint tables stay float64, and
     kernels compute in float64). Accuracy and speed are measured in docs/physics.md."""
 
-    # --- derived rest data (coloured constraint tables) -----------------------------------------
+    # --- derived rest data (Model: coloured constraint tables; no step changes them) ------------
     link_order: np.ndarray = field(init=False, repr=False)
     """Colour order of the links: ``link_i == links[link_order, 0]``, (c,) int64."""
     link_i: np.ndarray = field(init=False, repr=False)
@@ -106,7 +119,7 @@ class Cloth(Revisioned):
     base_inv_mass: np.ndarray = field(init=False, repr=False)
     """Inverse masses with no pins [1/kg], (n,); pins set ``inv_mass`` to 0 and release back to this."""
 
-    # --- state --------------------------------------------------------------------------------
+    # --- state (State: what a step changes, with x and inv_mass above) --------------------------
     v: np.ndarray = field(init=False, repr=False)
     """Particle velocities [m/s], (n, 3)."""
     x_prev: np.ndarray = field(init=False, repr=False)
@@ -114,7 +127,7 @@ class Cloth(Revisioned):
     force: np.ndarray = field(init=False, repr=False)
     """External forces for this step [N], (n, 3): wind and user forces add here; cleared after each step."""
 
-    # --- solver scratch -----------------------------------------------------------------------
+    # --- solver internals (XPBD multipliers, tethers, the guard's counter) ---------------------
     link_lambda: np.ndarray = field(init=False, repr=False)
     """XPBD Lagrange multipliers of the links [N·s²], (c,), reset every substep."""
     bend_lambda: np.ndarray = field(init=False, repr=False)
@@ -175,7 +188,7 @@ class Cloth(Revisioned):
         if not isinstance(self.material, ClothMaterial):
             raise TypeError(f"Cloth.material = {self.material!r}: expected a ClothMaterial "
                             f"(or a preset name with Cloth.from_mesh)")
-        choice(owner, "model", self.model, MODELS)
+        spec = model_spec(self.model)                     # ValueError naming the known models
         self.settings = settings_for(self.model, self.settings)
         self.iterations = integer(owner, "iterations", self.iterations, low=1)
         self.tether_count = integer(owner, "tether_count", self.tether_count, low=1)
@@ -186,9 +199,9 @@ class Cloth(Revisioned):
         self._build_bends(quads)
         choice(owner, "precision", self.precision, PRECISIONS)
         if self.precision == "float32":
-            if self.model != "xpbd":
+            if not spec.float32:
                 raise ValueError(f"Cloth.precision = 'float32' with model = {self.model!r}: float32 state is "
-                                 f"for the xpbd model only")
+                                 f"for models whose kernels take it (xpbd; ModelSpec.float32)")
             self.x = self.x.astype(np.float32)
         self.v = np.zeros_like(self.x)
         self.x_prev = self.x.copy()
@@ -197,6 +210,13 @@ class Cloth(Revisioned):
         self.tether_anchor = np.zeros(0, np.int32)
         self.tether_length = np.zeros(0)
         self.tether_anchor_mask = np.zeros(n, np.bool_)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "model" and "model" in self.__dict__ and value != self.__dict__["model"]:
+            raise AttributeError(f"Cloth.model = {value!r}: a cloth's model is fixed when it is built (its settings "
+                                 f"and the systems' index of cloths by model follow it); to switch, replace the "
+                                 f"component: app.add_component(entity, Cloth.from_mesh(..., model={value!r}))")
+        super().__setattr__(name, value)
 
     def _build_links(self, links: np.ndarray, kinds: np.ndarray) -> None:
         """Derive rest lengths, compliances and strain limits, then store the links in colour order."""
@@ -285,7 +305,7 @@ class Cloth(Revisioned):
     @property
     def substepped(self) -> bool:
         """True if this cloth's model runs in the SUBSTEP stage (all but the whole-step implicit solver)."""
-        return self.model not in STEP_MODELS
+        return not MODEL_SPECS[self.model].whole_step
 
     @property
     def link_count(self) -> int:
@@ -296,7 +316,8 @@ class Cloth(Revisioned):
     def constraint_count(self) -> int:
         """Constraints the model projects per sweep: distance links, plus the dihedral bend quads where
         the model uses them (xpbd with bend_model="dihedral", implicit); tethers excluded."""
-        dihedral = self.model == "implicit" or (self.model == "xpbd" and self.material.bend_model == "dihedral")
+        use = MODEL_SPECS[self.model].dihedral
+        dihedral = use == "always" or (use == "material" and self.material.bend_model == "dihedral")
         return self.link_i.shape[0] + (self.bend_quads.shape[0] if dihedral else 0)
 
     @property
@@ -321,9 +342,7 @@ def _check_triangles(triangles: np.ndarray, rest_x: np.ndarray) -> None:
     if repeated.size:
         k = int(repeated[0])
         raise ValueError(f"Cloth.triangles[{k}] = {t[k].tolist()}: degenerate triangle (repeated vertex)")
-    area = 0.5 * np.linalg.norm(np.cross(rest_x[t[:, 1]] - rest_x[t[:, 0]], rest_x[t[:, 2]] - rest_x[t[:, 0]]),
-                                axis=1)
-    flat = np.flatnonzero(area <= 1e-14)
+    flat = np.flatnonzero(triangle_areas(rest_x, t) <= 1e-14)
     if flat.size:
         k = int(flat[0])
         raise ValueError(f"Cloth.triangles[{k}] = {t[k].tolist()}: zero-area triangle in the rest shape")

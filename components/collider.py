@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from loom.components._validate import floats, indices, real, show
+from loom.engine.geometry import triangle_areas
 
 
 @dataclass(eq=False)
@@ -141,7 +142,7 @@ class TriangleMesh:
         if self.triangles.shape[0] == 0:
             raise ValueError("TriangleMesh.triangles: shape (0, 3): a mesh needs at least one triangle")
         v, t = self.vertices, self.triangles
-        area = 0.5 * np.linalg.norm(np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]), axis=1)
+        area = triangle_areas(v, t)
         flat = np.flatnonzero(area <= 1e-14)
         if flat.size:
             k = int(flat[0])

@@ -11,7 +11,7 @@ with the frame as if the cloth were simulated in the carrier's space::
 
 1 (default) is physical; 0 makes a cape on a teleporting or spinning hero stay calm (it still
 swings under gravity, wind and collisions); values in between soften the carrier's kicks.
-``systems/teleport.py`` applies it once per step.
+``systems/interaction/teleport.py`` applies it once per step.
 """
 from __future__ import annotations
 

@@ -4,6 +4,10 @@
 below (None: its defaults). The fabric itself — density, thickness, friction — stays in
 ClothMaterial and is shared by every model. XPBD needs no class here: its knobs are the
 material's compliances and the cloth's ``iterations`` and ``tethers``.
+
+``MODEL_SPECS`` is what components know of each model (settings class, whole-step or substepped,
+float32, dihedral bends); ``register_settings`` adds a model, and ``loom.systems.registry.register_model``
+calls it, so a plugin author's model is a name ``Cloth`` accepts without components importing systems.
 """
 from __future__ import annotations
 
@@ -143,18 +147,71 @@ class ImplicitSettings:
         real(o, "max_stretch_change", self.max_stretch_change, low=0.0, low_open=True, unit=" [-]")
 
 
-SETTINGS: dict[str, type | None] = {"xpbd": None, "verlet": VerletSettings, "mass_spring": MassSpringSettings,
-                                    "implicit": ImplicitSettings}
-"""Settings class of each model (None: the model has none)."""
+DIHEDRAL_USES = ("never", "always", "material")
+"""When a model solves the dihedral bend quads: never, always, or when ``material.bend_model == "dihedral"``."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a Cloth needs to know about its model (the systems that step it live in ``loom.systems.registry``)."""
+
+    settings: type | None = None
+    """Class of ``Cloth.settings`` (None: the model takes none)."""
+    whole_step: bool = False
+    """True: solved once per fixed step (PRE_STEP), so the substep systems (pins, colliders) skip it."""
+    float32: bool = False
+    """True: the model's kernels accept ``precision="float32"`` state."""
+    dihedral: str = "never"
+    """When it solves the dihedral bend quads (``DIHEDRAL_USES``); counts in ``Cloth.constraint_count``."""
+
+    def __post_init__(self) -> None:
+        o = "ModelSpec"
+        if self.settings is not None and not isinstance(self.settings, type):
+            raise TypeError(f"{o}.settings = {self.settings!r}: expected a class or None")
+        choice(o, "dihedral", self.dihedral, DIHEDRAL_USES)
+
+
+MODEL_SPECS: dict[str, ModelSpec] = {
+    "xpbd": ModelSpec(float32=True, dihedral="material"),
+    "verlet": ModelSpec(VerletSettings),
+    "mass_spring": ModelSpec(MassSpringSettings),
+    "implicit": ModelSpec(ImplicitSettings, whole_step=True, dihedral="always"),
+}
+"""Every model a Cloth accepts, by name: the four built in, then those ``register_settings`` added."""
+SETTINGS: dict[str, type | None] = {name: spec.settings for name, spec in MODEL_SPECS.items()}
+"""Settings class of each model (None: the model has none); kept in step with ``MODEL_SPECS``."""
+
+
+def register_settings(model: str, spec: ModelSpec) -> None:
+    """Make ``model`` a name ``Cloth(model=...)`` accepts, with its settings class and traits.
+
+    Called by ``loom.systems.registry.register_model`` (components never import systems). Registering
+    the same spec again is a no-op; another spec under a known name raises ValueError."""
+    if not isinstance(model, str) or not model.isidentifier():
+        raise ValueError(f"register_settings model = {model!r}: expected a name like 'my_model'")
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"register_settings spec = {spec!r}: expected a ModelSpec")
+    known = MODEL_SPECS.get(model)
+    if known is not None and known != spec:
+        raise ValueError(f"register_settings: model {model!r} is already known with {known}")
+    MODEL_SPECS[model] = spec
+    SETTINGS[model] = spec.settings
+
+
+def model_spec(model: str) -> ModelSpec:
+    """The spec of a known ``model``. Raises ValueError naming the known models."""
+    if not isinstance(model, str) or model not in MODEL_SPECS:
+        choice("Cloth", "model", model, tuple(MODEL_SPECS))
+    return MODEL_SPECS[model]
 
 
 def settings_for(model: str, settings: Any) -> Any:
     """Return ``settings`` checked against ``model`` (its class's defaults when None). Raises TypeError."""
-    cls = SETTINGS[model]
+    cls = model_spec(model).settings
     if cls is None:
         if settings is not None:
-            raise TypeError(f"Cloth.settings = {settings!r}: model 'xpbd' takes no settings "
-                            f"(tune it with ClothMaterial compliances, iterations and tethers)")
+            raise TypeError(f"Cloth.settings = {settings!r}: model {model!r} takes no settings (leave it None; "
+                            f"xpbd is tuned with ClothMaterial compliances, iterations and tethers)")
         return None
     if settings is None:
         return cls()
@@ -163,4 +220,5 @@ def settings_for(model: str, settings: Any) -> Any:
     return settings
 
 
-__all__ = ["INTEGRATORS", "SETTINGS", "ImplicitSettings", "MassSpringSettings", "VerletSettings", "settings_for"]
+__all__ = ["DIHEDRAL_USES", "INTEGRATORS", "MODEL_SPECS", "SETTINGS", "ImplicitSettings", "MassSpringSettings",
+           "ModelSpec", "VerletSettings", "model_spec", "register_settings", "settings_for"]

@@ -1,8 +1,8 @@
 """Render data: how a cloth looks (``ClothStyle``), how the scene is drawn (``RenderSettings``), and what the
 player did this frame (``InputState``).
 
-Plain data, validated on construction; the renderers (systems/render_gl.py, systems/render_soft.py) and the
-window loop (systems/window_runner.py) read and write it. Colours are linear RGB in [0, 1]. A cloth with no
+Plain data, validated on construction; the renderers (systems/render/gl.py, systems/render/soft.py) and the
+window loop (systems/render/window.py) read and write it. Colours are linear RGB in [0, 1]. A cloth with no
 ClothStyle is drawn with ``ClothStyle()``; an App with no RenderSettings with ``RenderSettings()``.
 
 Views (``RenderSettings.view``), after Fisher's "Rendering" notes (seeds/fisher-cloth-notes.txt):

@@ -1,7 +1,7 @@
 """Tearable: lets a cloth tear where it is overstretched — the threshold strain and how long it must last.
 
 Add it next to a Cloth with triangles (``app.spawn(cloth, Tearable(tear_strain=0.5))``). The
-tearing system (systems/tearing.py) breaks a stretch or shear link strained beyond
+tearing system (systems/interaction/tearing.py) breaks a stretch or shear link strained beyond
 ``tear_strain`` for at least ``tear_time`` and splits the mesh there. The scratch fields below
 belong to that system.
 """

@@ -1,6 +1,6 @@
 """Wind and Blower: the air around the cloth — a steady, gusty, turbulent field and cones of blown air.
 
-Both are plain data on their own entities; ``systems/wind.py`` turns them into aerodynamic forces on
+Both are plain data on their own entities; ``systems/forces/wind.py`` turns them into aerodynamic forces on
 every cloth's triangles. Several Wind entities add their air velocities (the aerodynamic
 coefficients of the first one, by entity id, apply); each active Blower adds its cone::
 
@@ -28,7 +28,7 @@ class Wind:
     ``u = velocity·(1 + gust·s(t)) + turbulence·|velocity|·w(p, t)``, where s and w are smooth
     seeded sums of sines bounded by 1 (``loom.systems.forces.wind.air_velocity`` evaluates it).
     The force model (quadratic pressure drag along the triangle normal, lift across the flow and
-    Provot's linear viscous term) is documented in ``systems/wind.py``.
+    Provot's linear viscous term) is documented in ``systems/forces/wind.py``.
     """
 
     velocity: Any = (5.0, 0.0, 0.0)

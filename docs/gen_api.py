@@ -1,35 +1,55 @@
-"""Write docs/api.md, Loom's API reference, from the docstrings of its public modules.
+"""Write docs/api.md, Loom's API reference, from the code: its packages, modules and docstrings.
 
 Run from anywhere: ``python docs/gen_api.py`` (``--check`` exits 1 if docs/api.md is out of date; the
-test suite runs the same check in tests/test_docs.py). For every module in ``MODULES``, in source order:
-the module's first paragraph, then each public class and function with its signature and the first
-paragraph of its docstring; a class also lists its fields (dataclasses, with the field docstrings that
-carry the units), properties and public methods. Names starting with ``_`` and names a module imports
-from elsewhere are left out. The module is imported (so a name must exist at run time) and its source is
-read with ``ast`` (so signatures are shown as written, and field docstrings are found).
+test suite runs the same check in tests/test_docs.py). The reference cannot fall behind the code:
+
+- the modules are found, not listed: each package in ``SECTIONS`` brings its own plain modules and
+  every subpackage not listed elsewhere (``pkgutil``), so a new module appears on the next run;
+- ``loom`` itself is its table of contents: every name of ``loom.__all__`` and the module it loads from;
+- a package lists the names it exports from elsewhere, with links to where they are documented;
+- every public class and function defined in a module: signature as written (read with ``ast``), the
+  first paragraph of its docstring; a class adds its fields (dataclasses, with the field docstrings
+  that carry the units), properties and public methods; an enum (``Stage``, ``ClothSet``) lists its
+  members in order; a constant with a docstring is listed, and a ``PluginGroup`` (``DefaultPlugins``)
+  lists its members in build order with their docstrings.
+
+Names starting with ``_`` are left out. Each module is imported (so a name must exist at run time).
 """
 from __future__ import annotations
 
 import ast
+import enum
 import importlib
 import inspect
+import pkgutil
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "api.md"
 
-MODULES: list[tuple[str, list[str]]] = [
-    ("Engine: the App and its frame", ["loom.engine.app", "loom.engine.schedule", "loom.engine.clock", "loom.engine.plugin"]),
-    ("Engine: meshes, windows, the command line", ["loom.engine.mesh", "loom.engine.window", "loom.engine.runner"]),
-    ("Components: plain data", ["loom.components.cloth", "loom.components.material", "loom.components.models", "loom.components.pin",
-                                "loom.components.transform", "loom.components.collider", "loom.components.rigid_body",
-                                "loom.components.wind", "loom.components.grab", "loom.components.tearing", "loom.components.gravity",
-                                "loom.components.camera", "loom.components.render"]),
-    ("Systems: the pipeline and its plugins", ["systems", "loom.systems.sets"]),
-    ("Systems: rendering and the window", ["loom.systems.render.soft", "loom.systems.render.gl", "loom.systems.render.window"]),
+SECTIONS: list[tuple[str, list[str]]] = [
+    ("The root package: `import loom`", ["loom"]),
+    ("Engine: the App and its frame", ["loom.engine"]),
+    ("Components: plain data", ["loom.components"]),
+    ("Systems: the pipeline, its order, its plugins", ["loom.systems", "loom.systems.pipeline"]),
+    ("Systems: the cloth models", ["loom.systems.xpbd", "loom.systems.models"]),
+    ("Systems: collisions, forces, coupling, interaction", ["loom.systems.collision", "loom.systems.forces",
+                                                             "loom.systems.coupling", "loom.systems.interaction"]),
+    ("Systems: rendering and the window", ["loom.systems.render"]),
+    ("Systems: shared kernels", ["loom.systems.shared"]),
+    ("Files: meshes, bakes, snapshots, replays", ["loom.files"]),
 ]
-"""(section title, modules) in the order the reference lists them."""
+"""(section title, packages) in the order the reference lists them; each package brings its modules."""
+
+TOP_LEVEL = ("loom.engine", "loom.components", "loom.systems", "loom.files")
+"""The root package's subpackages that the reference covers (games and benchmarks are programs, not API)."""
+
+
+def anchor(module: str) -> str:
+    """The heading anchor of a module's section (``## `loom.engine.app` `` → ``loomengineapp``)."""
+    return module.replace(".", "")
 
 
 def first_paragraph(doc: str | None) -> str:
@@ -38,6 +58,29 @@ def first_paragraph(doc: str | None) -> str:
         return ""
     paragraph = inspect.cleandoc(doc).split("\n\n")[0]
     return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+def rest_of(doc: str | None) -> str:
+    """Everything after the first paragraph of ``doc`` ('' when there is nothing more)."""
+    if not doc:
+        return ""
+    parts = inspect.cleandoc(doc).split("\n\n", 1)
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
+def modules_of(package: str, listed: set[str]) -> list[str]:
+    """``package`` and its modules, depth first: plain modules, then subpackages not listed elsewhere."""
+    module = importlib.import_module(package)
+    out = [package]
+    if not hasattr(module, "__path__") or package == "loom":
+        return out
+    found = sorted(pkgutil.iter_modules(module.__path__), key=lambda m: (m.ispkg, m.name))
+    for info in found:
+        name = f"{package}.{info.name}"
+        if info.name.startswith("_") or info.name == "__main__" or name in listed:
+            continue
+        out += modules_of(name, listed) if info.ispkg else [name]
+    return out
 
 
 def _args(node: ast.FunctionDef, drop_first: bool) -> str:
@@ -85,6 +128,14 @@ def _field_default(value: ast.expr | None) -> str:
     return f" = {ast.unparse(value)}"
 
 
+def _docstring_after(body: list[ast.stmt], k: int) -> str | None:
+    """The string literal right after statement k (the house's attribute docstring), or None."""
+    if k + 1 < len(body) and isinstance(body[k + 1], ast.Expr) and isinstance(body[k + 1].value, ast.Constant) \
+            and isinstance(body[k + 1].value.value, str):
+        return body[k + 1].value.value
+    return None
+
+
 def class_fields(node: ast.ClassDef) -> list[tuple[str, str, bool]]:
     """[(``name: type = default``, docstring, in __init__)] of the annotated fields, in order."""
     out = []
@@ -92,10 +143,7 @@ def class_fields(node: ast.ClassDef) -> list[tuple[str, str, bool]]:
     for k, item in enumerate(body):
         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
                 and not item.target.id.startswith("_"):
-            doc = ""
-            if k + 1 < len(body) and isinstance(body[k + 1], ast.Expr) \
-                    and isinstance(body[k + 1].value, ast.Constant) and isinstance(body[k + 1].value.value, str):
-                doc = first_paragraph(body[k + 1].value.value)
+            doc = first_paragraph(_docstring_after(body, k))
             text = f"{item.target.id}: {ast.unparse(item.annotation)}{_field_default(item.value)}"
             out.append((text, doc, not _is_init_false(item.value)))
     return out
@@ -111,7 +159,22 @@ def class_signature(node: ast.ClassDef) -> str:
     return node.name
 
 
-def document_class(node: ast.ClassDef, lines: list[str]) -> None:
+def document_enum(cls: type[enum.Enum], node: ast.ClassDef, lines: list[str]) -> None:
+    """An enum: its members in order with their values, then the rest of its docstring as written."""
+    lines += [f"### `{node.name}`", ""]
+    doc = ast.get_docstring(node)
+    if first_paragraph(doc):
+        lines += [first_paragraph(doc), ""]
+    lines += ["Members, in order: " + ", ".join(f"`{m.name}` ({m.value!r})" for m in cls) + ".", ""]
+    more = rest_of(doc)
+    if more:
+        lines += ["```text", more, "```", ""]
+
+
+def document_class(node: ast.ClassDef, lines: list[str], cls: object = None) -> None:
+    if isinstance(cls, type) and issubclass(cls, enum.Enum):
+        document_enum(cls, node, lines)
+        return
     lines += [f"### `{class_signature(node)}`", ""]
     doc = first_paragraph(ast.get_docstring(node))
     if doc:
@@ -131,29 +194,156 @@ def document_class(node: ast.ClassDef, lines: list[str]) -> None:
     if fields:
         lines.append("Fields:")
         lines.append("")
-        for text, doc, init in fields:
+        for text, field_doc, init in fields:
             note = "" if init else " *(derived)*"
-            lines.append(f"- `{text}`{note}" + (f" — {doc}" if doc else ""))
+            lines.append(f"- `{text}`{note}" + (f" — {field_doc}" if field_doc else ""))
         lines.append("")
     if members:
         lines.append("Members:")
         lines.append("")
-        for signature, label, doc in members:
+        for signature, label, member_doc in members:
             tag = f" *({label})*" if label else ""
-            lines.append(f"- `{signature}`{tag}" + (f" — {doc}" if doc else ""))
+            lines.append(f"- `{signature}`{tag}" + (f" — {member_doc}" if member_doc else ""))
         lines.append("")
+
+
+def home(obj: object) -> str:
+    """The module that defines ``obj`` (for links), or '' when it has none."""
+    return getattr(obj, "__module__", None) or (obj.__name__ if isinstance(obj, ModuleType) else "")
+
+
+def _set_names(value: object) -> str:
+    """``in_set``/``before``/``after`` as written: enum members by name, several joined by ', '."""
+    if value is None:
+        return ""
+    values = value if isinstance(value, (list, tuple, set)) else [value]
+    return ", ".join(v.name if isinstance(v, enum.Enum) else str(v) for v in values)
+
+
+def plugin_systems(group: object) -> tuple[dict[str, list[dict[str, str]]], object]:
+    """Build ``group`` into a fresh App, recording which member adds which system; return
+    ({plugin name: [{name, stage, set, before, after, run_if}, …]}, the App)."""
+    from loom.engine import App, Stage
+    from loom.engine.plugin import plugin_name
+    from loom.engine.schedule import system_name
+
+    app = App()
+    added: dict[str, list[dict[str, str]]] = {}
+    building = [""]
+    original = app.add_system
+
+    def recording(system, stage=Stage.SUBSTEP, *, name=None, in_set=None, before=None, after=None, run_if=None):
+        added.setdefault(building[0], []).append(
+            {"name": name or system_name(system), "stage": Stage(stage).name, "set": _set_names(in_set),
+             "before": _set_names(before), "after": _set_names(after), "run_if": "yes" if run_if else ""})
+        return original(system, stage, name=name, in_set=in_set, before=before, after=after, run_if=run_if)
+
+    app.add_system = recording
+    for plugin in group.plugins:
+        building[0] = plugin_name(plugin)
+        app.add_plugin(plugin)
+    return added, app
+
+
+def _plugin_group_lines(name: str, group: object, lines: list[str]) -> None:
+    """A PluginGroup constant: its members in build order (docstring, home, systems added), then the
+    frame it builds: every stage's systems in run order with their set and plugin."""
+    from loom.engine import Stage
+
+    members = group.members()
+    added, app = plugin_systems(group)
+    lines += [f"### `{name}`: {len(members)} plugins", ""]
+    lines += [f"`{name}.members()`, in build order, with the systems each adds (stage, set):", ""]
+    for plugin in group.plugins:
+        where = home(plugin)
+        label = getattr(plugin, "__name__", type(plugin).__name__)
+        systems = "; ".join(f"`{s['name']}` ({s['stage']}" + (f", {s['set']}" if s["set"] else "") + ")"
+                            for s in added.get(label, []))
+        lines.append(f"- `{label}` ([`{where}`](#{anchor(where)})) — {first_paragraph(inspect.getdoc(plugin))}"
+                     + (f" Adds {systems}." if systems else " Adds no system."))
+    lines += ["", f"The frame `{name}` builds, stage by stage in run order (`app.schedule.names(stage)`; "
+              "*run_if*: skipped for a whole step when its condition is false):", "",
+              "| stage | system | set | before / after | plugin |", "|---|---|---|---|---|"]
+    owner = {s["name"]: (plugin, s) for plugin, systems in added.items() for s in systems}
+    for stage in Stage:
+        for system in app.schedule.names(stage):
+            plugin, s = owner[system]
+            order = " ".join(filter(None, [f"before {s['before']}" if s["before"] else "",
+                                           f"after {s['after']}" if s["after"] else ""]))
+            tag = " *run_if*" if s["run_if"] else ""
+            lines.append(f"| {stage.name} | `{system}`{tag} | {s['set']} | {order} | `{plugin}` |")
+    lines.append("")
+    app.close()
+
+
+def constants(module: ModuleType, tree: ast.Module) -> list[tuple[str, str, str]]:
+    """[(name, value as written or '', docstring)] of the public module-level names with a docstring."""
+    out = []
+    body = tree.body
+    public = getattr(module, "__all__", None)
+    for k, node in enumerate(body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, value = node.target.id, node.value
+        else:
+            continue
+        doc = _docstring_after(body, k)
+        if name.startswith("_") or doc is None or (public is not None and name not in public):
+            continue
+        text = ast.unparse(value)
+        out.append((name, text if len(text) <= 60 and "\n" not in text else "", doc))
+    return out
+
+
+def defining_module(package: str, name: str) -> tuple[str, str]:
+    """(module, docstring) of the module under ``package`` that assigns the constant ``name`` at top level."""
+    for module in [package] + modules_of(package, set()):
+        path = Path(inspect.getsourcefile(importlib.import_module(module)))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for k, node in enumerate(tree.body):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return module, _docstring_after(tree.body, k) or ""
+    return package, ""
+
+
+def document_root(module: ModuleType, lines: list[str]) -> None:
+    """``loom``: every name it offers, what it is, and the module that documents it."""
+    table: dict[str, str] = getattr(module, "_PUBLIC", {})
+    lines += ["| name | what | documented in |", "|---|---|---|"]
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if isinstance(obj, ModuleType):
+            where, what = obj.__name__, first_paragraph(obj.__doc__)
+        elif inspect.isclass(obj) or inspect.isfunction(obj):
+            where, what = home(obj), first_paragraph(inspect.getdoc(obj))
+        else:                                            # a constant: documented where it is assigned
+            where, doc = defining_module(table.get(name, "loom"), name)
+            what = f"`{type(obj).__name__}`: {first_paragraph(doc)}".rstrip(": ")
+        lines.append(f"| `loom.{name}` | {what.replace('|', '/')} | [`{where}`](#{anchor(where)}) |")
+    lines += ["", "Subpackages: " + ", ".join(f"[`{p}`](#{anchor(p)})" for p in TOP_LEVEL)
+              + "; `loom.games` and `loom.benchmarks` are programs (`python -m loom.games`, "
+              "`python -m loom.benchmarks`).", ""]
 
 
 def document_module(name: str, lines: list[str]) -> None:
     module = importlib.import_module(name)
     path = Path(inspect.getsourcefile(module))
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    lines += [f"## `{name}`", "", f"Source: [`{path.relative_to(ROOT).as_posix()}`]"
-              f"(../{path.relative_to(ROOT).as_posix()})", ""]
-    doc = first_paragraph(ast.get_docstring(tree))
-    if doc:
-        lines += [doc, ""]
+    source = path.relative_to(ROOT).as_posix()
+    lines += [f"## `{name}`", "", f"Source: [`{source}`](../{source})", ""]
+    doc = ast.get_docstring(tree)
+    if first_paragraph(doc):
+        lines += [first_paragraph(doc), ""]
+    is_package = path.name == "__init__.py"
+    if is_package and name != "loom" and rest_of(doc):
+        lines += ["```text", rest_of(doc), "```", ""]
+    if name == "loom":
+        document_root(module, lines)
+        return
     public = getattr(module, "__all__", None)
+    defined = set()
     functions = []
     for node in tree.body:
         if not isinstance(node, (ast.ClassDef, ast.FunctionDef)) or node.name.startswith("_"):
@@ -162,8 +352,9 @@ def document_module(name: str, lines: list[str]) -> None:
             continue
         if not hasattr(module, node.name):
             raise AttributeError(f"{name}.{node.name} is in the source but not importable")
+        defined.add(node.name)
         if isinstance(node, ast.ClassDef):
-            document_class(node, lines)
+            document_class(node, lines, getattr(module, node.name))
         else:
             functions.append(node)
     if functions:
@@ -172,23 +363,50 @@ def document_module(name: str, lines: list[str]) -> None:
             doc = first_paragraph(ast.get_docstring(node))
             lines.append(f"- `{function_signature(node)}`" + (f" — {doc}" if doc else ""))
         lines.append("")
+    plain = []
+    for const, value, const_doc in constants(module, tree):
+        obj = getattr(module, const)
+        if hasattr(obj, "members") and hasattr(obj, "plugins"):
+            _plugin_group_lines(const, obj, lines)
+        else:
+            plain.append(f"- `{const}`" + (f" = `{value}`" if value else "") + f" — {first_paragraph(const_doc)}")
+        defined.add(const)
+    if plain:
+        lines += ["Constants:", ""] + plain + [""]
+    if is_package and public:
+        exported = []
+        for export in public:
+            if export in defined:
+                continue
+            obj = getattr(module, export)
+            if isinstance(obj, ModuleType):
+                where = obj.__name__
+            elif inspect.isclass(obj) or callable(obj):
+                where = home(obj)
+            else:                                        # a constant: the module that assigns it
+                where = defining_module(name, export)[0]
+            exported.append(f"[`{export}`](#{anchor(where)})")
+        if exported:
+            lines += ["Exports, documented with their modules: " + ", ".join(exported) + ".", ""]
 
 
 def render() -> str:
     """Return the text of docs/api.md."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    listed = {package for _, packages in SECTIONS for package in packages}
+    sections = [(title, [m for p in packages for m in modules_of(p, listed)]) for title, packages in SECTIONS]
     lines = ["# API reference", "",
-             "<!-- Generated by `python docs/gen_api.py` from the docstrings: edit the code, then rerun it. -->", "",
-             "Every public class and function of Loom's public modules, with its signature as written and the "
-             "first paragraph of its docstring. Units are in square brackets, SI throughout (metres, seconds, "
-             "kilograms, y up). Back to the [contents](index.md).", ""]
+             "<!-- Generated by `python docs/gen_api.py` from the code: edit the code, then rerun it. -->", "",
+             "Every public module of Loom, with each public class and function: its signature as written and "
+             "the first paragraph of its docstring. Units are in square brackets, SI throughout (metres, seconds, "
+             "kilograms, y up). Everyday names are one import away (`import loom`, then `loom.App`, "
+             "`loom.Cloth`, …; the first table). How the packages fit together: [architecture](architecture.md). "
+             "Back to the [contents](index.md).", ""]
     lines += ["| section | modules |", "|---|---|"]
-    for title, modules in MODULES:
-        links = ", ".join(f"[`{m}`](#{m.replace('.', '')})" for m in modules)
+    for title, modules in sections:
+        links = ", ".join(f"[`{m}`](#{anchor(m)})" for m in modules)
         lines.append(f"| {title} | {links} |")
     lines.append("")
-    for title, modules in MODULES:
+    for title, modules in sections:
         lines += [f"# {title}", ""]
         for name in modules:
             document_module(name, lines)

@@ -3,7 +3,8 @@
 Run from the repository root: ``python docs/gen_images.py [--only NAME ...]``. Every picture is one
 offscreen GL frame after ``--frames`` fixed steps, 960×640 or smaller:
 
-- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``: ``python -m loom.games.NAME --headless --frames N --screenshot PATH``
+- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``:
+  ``python -m loom.games.NAME --headless --frames N --screenshot PATH``
   (the flag with ``--sail``);
 - ``drape``: the drape game's own scene (``loom.games.drape.build_scene``, n = 48) with the GL renderer added,
   through the same runner and ``--screenshot`` (the drape game itself has no renderer);

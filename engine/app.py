@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 import esper
 
 from loom.engine.clock import FixedClock
-from loom.engine.plugin import ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins, plugin_name
+from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
+                               plugin_name)
 from loom.engine.schedule import Schedule, Stage, System
 
 T = TypeVar("T")
@@ -51,7 +52,9 @@ class App:
         self._flat_queries: dict[tuple[type, ...], tuple[list, list]] = {}
         self.world = f"loom-app-{next(_app_ids)}"
         self._plugins: list[str] = []
+        self._building: list[str] = []                     # plugins whose build() is running, innermost last
         self._handlers: dict[str, list[Callable[..., None]]] = {}
+        self._despawn_handlers: list[Callable[[int], None]] = []
         self._reporters: list[Callable[[App], dict[str, Any]]] = []
         self.sim_seconds = 0.0
         """Wall-clock time spent in fixed steps since the start [s] (for reports and HUDs)."""
@@ -95,6 +98,15 @@ class App:
         if not esper.entity_exists(entity):
             raise KeyError(f"despawn: entity {entity} does not exist in {self.world}")
         esper.delete_entity(entity, immediate=True)
+        for handler in self._despawn_handlers:
+            handler(entity)
+
+    def on_despawn(self, handler: Callable[[int], None]) -> None:
+        """Call ``handler(entity)`` right after ``despawn`` deletes an entity (held strongly: lambdas work).
+
+        Systems that keep scratch keyed by entity in a resource drop the entity's entry here, so a
+        despawned cloth or body leaves nothing behind (``loom.systems.shared.model_index.forget_on_despawn``)."""
+        self._despawn_handlers.append(handler)
 
     def get(self, entity: int, component_type: type[T]) -> T:
         """Return ``entity``'s component of ``component_type``. Raises KeyError if it has none."""
@@ -180,7 +192,11 @@ class App:
             raise ValueError(f"add_plugin: {name} is already added to this App")
         if not hasattr(plugin, "plugins"):
             self._plugins.append(name)
-        build_plugin(plugin, self)
+        self._building.append(name)
+        try:
+            build_plugin(plugin, self)
+        finally:
+            self._building.pop()
         return self
 
     def add_plugins_from_entry_points(self, group: str = ENTRY_POINT_GROUP) -> list[str]:
@@ -215,7 +231,8 @@ class App:
         model's solver, say) then costs nothing per substep.
         Raises ValueError for a duplicate name; unknown names and cycles raise when the stage
         next runs (so plugins may be added in any order)."""
-        self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after, run_if=run_if)
+        self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after, run_if=run_if,
+                          plugin=self._building[-1] if self._building else None)
         return self
 
     def add_systems(self, stage: Stage, *systems: System, in_set: Any = None, before: Any = None,
@@ -277,7 +294,7 @@ class App:
         start = time.perf_counter()
         for _ in range(frames):
             # substeps are read per step: a system may change clock.substeps between steps (the
-            # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/guard.py)
+            # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/pipeline/guard.py)
             h, substeps = clock.h, clock.substeps
             for system in self._due(pre_runs):
                 system(self, dt)

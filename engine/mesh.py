@@ -27,6 +27,8 @@ from dataclasses import dataclass as _dataclass
 
 import numpy as np
 
+from loom.engine.geometry import grid_triangles as _grid_triangles, triangle_areas as _triangle_areas
+
 __all__ = ["Mesh", "grid", "strip", "disc", "from_triangles"]
 
 _PLANES = ("xy", "xz")
@@ -336,10 +338,7 @@ def _grid(nx: int, ny: int, width: float, height: float, center: np.ndarray, pla
 
     idx = np.arange(nx * ny).reshape(ny, nx)
     p00, p10, p01, p11 = idx[:-1, :-1], idx[:-1, 1:], idx[1:, :-1], idx[1:, 1:]    # quad corners (col, row)
-    even = ((col[:-1, :-1] + row[:-1, :-1]) % 2 == 0)[..., None]                   # checkerboard diagonals
-    first = np.where(even, np.stack([p00, p10, p11], -1), np.stack([p00, p10, p01], -1))
-    second = np.where(even, np.stack([p00, p11, p01], -1), np.stack([p10, p11, p01], -1))
-    triangles = np.stack([first, second], axis=2).reshape(-1, 3).astype(np.int32)
+    triangles = _grid_triangles(nx, ny)                                             # checkerboard diagonals
 
     def links(*pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         return np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs]).astype(np.int32)
@@ -363,12 +362,6 @@ def _place(u: np.ndarray, v: np.ndarray, center: np.ndarray, plane: str) -> np.n
     if plane == "xy":
         return np.stack([cx + u, cy + v, np.full_like(u, cz)], axis=1)
     return np.stack([cx + u, np.full_like(u, cy), cz - v], axis=1)
-
-
-def _triangle_areas(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """Area of each triangle [m²], shape (t,)."""
-    p0, p1, p2 = (positions[triangles[:, k]] for k in range(3))
-    return 0.5 * np.linalg.norm(np.cross(p1 - p0, p2 - p0), axis=1)
 
 
 def _best_fit_plane_coordinates(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:

@@ -8,6 +8,8 @@ App picks them up only when asked (``App(plugins="auto")`` or ``app.add_plugins_
 """
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
@@ -88,7 +90,8 @@ def build_plugin(plugin: PluginLike, app: Any) -> None:
 def entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> list[tuple[str, PluginLike]]:
     """Load every plugin registered under ``group``; return [(entry-point name, plugin), …] sorted by name.
 
-    Raises PluginError naming the first plugin whose import fails."""
+    Raises PluginError naming the first plugin whose import fails: its entry point, the distribution that
+    declares it and the file its module was loaded from (the module path when no file is found)."""
     found = sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
     loaded = []
     for ep in found:
@@ -96,5 +99,34 @@ def entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> list[tuple[str, Plugi
             loaded.append((ep.name, ep.load()))
         except Exception as error:                       # any import-time failure of a third-party plugin
             raise PluginError(f"loom plugin {ep.name!r} ({ep.value}) failed to import: "
-                              f"{type(error).__name__}: {error}") from error
+                              f"{type(error).__name__}: {error}\n{_describe_entry_point(ep, group)}") from error
     return loaded
+
+
+def _describe_entry_point(ep: Any, group: str) -> str:
+    """Where an entry point comes from: its declaration, its distribution, the file of its module."""
+    module = getattr(ep, "module", None) or str(ep.value).split(":", 1)[0].strip()
+    dist = getattr(ep, "dist", None)
+    if dist is not None:
+        distribution = f"{getattr(dist, 'name', None) or dist.metadata['Name']} {dist.version}"
+    else:
+        distribution = "unknown (the entry point names no installed distribution)"
+    origin = _module_file(module)
+    return (f"  entry point: {ep.name} = {ep.value} (group {getattr(ep, 'group', None) or group})\n"
+            f"  distribution: {distribution}\n"
+            f"  loaded from: {origin or f'module {module} (no file found for it)'}")
+
+
+def _module_file(module: str) -> str | None:
+    """The file ``module`` is (or would be) loaded from, found without running any code; None if none is."""
+    loaded = sys.modules.get(module)
+    if getattr(loaded, "__file__", None):
+        return loaded.__file__
+    parent = module.rpartition(".")[0]
+    if parent and parent not in sys.modules:             # finding a submodule would import its package
+        return _module_file(parent)
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None

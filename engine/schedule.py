@@ -16,6 +16,10 @@ from typing import Any
 System = Callable[[Any, float], None]
 Condition = Callable[[Any], bool]
 
+CORE_PACKAGE = "loom.systems"
+"""Where Loom's core pipeline defines its set handles (``ClothSet``): an unknown set from there means the core
+plugins are missing. Only the name is known here; engine/ imports nothing of systems/."""
+
 
 class Stage(enum.IntEnum):
     """The stages of one frame, in the order they run (see DESIGN.md, "Data flow of one frame").
@@ -51,14 +55,37 @@ class _Entry:
     after: tuple[str, ...]
     enabled: bool = True
     run_if: Condition | None = None
+    plugin: str | None = None
+
+    def who(self) -> str:
+        """The system's name, and the plugin that added it if one did (for error messages)."""
+        return f"{self.name} (added by plugin {self.plugin})" if self.plugin else self.name
 
 
-def _names(value: str | enum.Enum | Iterable[str | enum.Enum] | None) -> tuple[str, ...]:
+def _names(value: str | enum.Enum | Iterable[str | enum.Enum] | None,
+           handles: dict[str, enum.Enum] | None = None) -> tuple[str, ...]:
+    """The names of ``value``; set handles (enum members) given among them are kept in ``handles`` by name."""
     if value is None:
         return ()
     if isinstance(value, (str, enum.Enum)):
         value = (value,)
+    value = tuple(value)
+    if handles is not None:
+        handles.update((v.name, v) for v in value if isinstance(v, enum.Enum))
     return tuple(v.name if isinstance(v, enum.Enum) else str(v) for v in value)
+
+
+def _unknown_hint(name: str, handle: enum.Enum | None) -> str:
+    """What to do about an unknown ordering name: for a set handle, which plugin to add."""
+    if handle is None:
+        return ""
+    where = f"{type(handle).__name__}.{handle.name}"
+    module = type(handle).__module__
+    if module == CORE_PACKAGE or module.startswith(CORE_PACKAGE + "."):
+        return (f"; {name!r} is {where}, a set of Loom's core pipeline, and no system of this App is in it: "
+                f"add loom.DefaultPlugins (or the plugin that defines {where}) first, "
+                f"e.g. app.add_plugin(loom.DefaultPlugins) before the App steps")
+    return f"; {name!r} is {where} (from {module}): add the plugin that defines it first"
 
 
 @dataclass
@@ -74,13 +101,16 @@ class Schedule:
     _order: dict[Stage, tuple[System, ...]] = field(default_factory=dict)
     _set_order: dict[Stage, list[tuple[str, ...]]] = field(default_factory=lambda: {s: [] for s in Stage})
     _resolved_names: dict[Stage, list[str]] = field(default_factory=dict)
+    _handles: dict[str, enum.Enum] = field(default_factory=dict)
 
     def add(self, stage: Stage, system: System, *, name: str | None = None,
             in_set: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
             before: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
             after: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
-            run_if: Condition | None = None) -> None:
-        """Add ``system`` to ``stage``; raise ValueError if its name is already taken there."""
+            run_if: Condition | None = None, plugin: str | None = None) -> None:
+        """Add ``system`` to ``stage``; raise ValueError if its name is already taken there.
+
+        ``plugin`` names the plugin adding it, for error messages."""
         stage = Stage(stage)
         if not callable(system):
             raise TypeError(f"add_system: {system!r} is not callable; a system is a callable (app, dt)")
@@ -90,8 +120,8 @@ class Schedule:
         if any(e.name == key for e in self._entries[stage]):
             raise ValueError(f"add_system: a system named {key!r} is already in stage {stage.name}; "
                              f"pass name= to add a second one, or replace_system to swap it")
-        self._entries[stage].append(_Entry(key, system, _names(in_set), _names(before), _names(after),
-                                           run_if=run_if))
+        self._entries[stage].append(_Entry(key, system, _names(in_set, self._handles), _names(before, self._handles),
+                                           _names(after, self._handles), run_if=run_if, plugin=plugin))
         self._order.pop(stage, None)
 
     def replace(self, stage: Stage, name: str, system: System, run_if: Condition | None = None) -> None:
@@ -115,7 +145,7 @@ class Schedule:
 
     def configure_sets(self, stage: Stage, *sets: str | enum.Enum, chain: bool = True) -> None:
         """Declare that the named sets run in the given order inside ``stage`` (Bevy's ``chain``)."""
-        names = _names(sets)
+        names = _names(sets, self._handles)
         if chain and len(names) > 1:
             self._set_order[Stage(stage)].append(names)
         self._order.pop(Stage(stage), None)
@@ -160,7 +190,8 @@ class Schedule:
             for name in (first, then):
                 if name not in members:
                     raise ValueError(f"stage {stage.name}: {who} orders against unknown system or set "
-                                     f"{name!r} (known: {', '.join(sorted(members)) or 'none'})")
+                                     f"{name!r} (known: {', '.join(sorted(members)) or 'none'})"
+                                     f"{_unknown_hint(name, self._handles.get(name))}")
             for a in members[first]:
                 for b in members[then]:
                     if a != b:
@@ -168,9 +199,9 @@ class Schedule:
 
         for e in entries:
             for other in e.before:
-                link(e.name, other, e.name)
+                link(e.name, other, e.who())
             for other in e.after:
-                link(other, e.name, e.name)
+                link(other, e.name, e.who())
         for chain in self._set_order[stage]:
             present = [s for s in chain if s in members]
             for first, then in zip(present, present[1:]):

@@ -2,13 +2,13 @@
 
 Run: python -m loom.files.bake <game> --frames N --out DIR [--format obj|ply] [--every K] [--set key=value ...]
 
-``<game>`` is a module of ``games/`` (``hanging_sheet``, ``flag``, ``drape``, ``cape``, ...) or any dotted module
-path with a ``build_scene(app, ...)``. The baker builds the App the way the game's ``main`` does — same ``dt`` and
-``substeps``, read from the ``App(...)`` call in its source (``--substeps`` overrides) — with
-``loom.systems.DefaultPlugins`` and no renderer or window, calls ``build_scene(app, **settings)`` (``--set n=16`` passes
-``n=16``), then steps N fixed frames. Frame k, ``DIR/frame_0000k.obj``, is the state after k + 1 steps: every cloth
-with triangles, in entity order, concatenated into one mesh (OBJ with each particle's rest material coordinate as
-``vt``). Frames load back with ``loom.files.meshes.load_obj``. A progress bar goes to stderr::
+``<game>`` is a game of ``loom.games`` (``hanging_sheet``, ``flag``, ``drape``, ``cape``, ...) or any dotted module
+path with a ``build_scene(app, ...)``. A game declares its step as module constants ``DT`` [s] and ``SUBSTEPS``, the
+ones its own ``main`` builds its App with; the baker builds the same App (``--substeps`` overrides SUBSTEPS) with
+``loom.systems.DefaultPlugins`` and no renderer or window, calls ``build_scene(app, **settings)`` (``--set n=16``
+passes ``n=16``), then steps N fixed frames. Frame k, ``DIR/frame_0000k.obj``, is the state after k + 1 steps:
+every cloth with triangles, in entity order, concatenated into one mesh (OBJ with each particle's rest material
+coordinate as ``vt``). Frames load back with ``loom.files.meshes.load_obj``. A progress bar goes to stderr::
 
     [#########.....................] 120/600 frames 3.2 ms/frame
 
@@ -16,29 +16,23 @@ Interruption and resume. Each frame is written atomically (temporary file + ``os
 never leaves a half-written frame. Re-running the same command continues after the last complete frame: frames
 0..m-1 that exist are kept, never rewritten. The state to continue from is rebuilt one of two ways:
 
-- snapshot (when ``loom.files.snapshot`` provides ``save_snapshot``/``load_snapshot``): every K frames (``--every K``,
-  default 50; 0 turns it off) the world is saved to ``DIR/.resume/step_000050.snap``; a resume loads the latest
-  snapshot at or before frame m and re-simulates the few frames after it (a snapshot that fails to load is
-  skipped; a scene that cannot be saved falls back to replay; see engine.snapshot for what it captures — pymunk's
-  contact cache is not, so a rigid-body game such as cape continues close to, not bit-identical with, the
-  uninterrupted run; use --every 0 there);
-- replay (otherwise): the scene is rebuilt and re-simulated from the start up to frame m without writing. Loom's
-  stepping is bit-identical run to run (same inputs, same thread count), so the continued frames equal those of an
-  uninterrupted bake, bit for bit.
+- snapshot (``loom.files.snapshot``): every K frames (``--every K``, default 50; 0 turns it off) the world is saved
+  to ``DIR/.resume/step_000050.snap``; a resume loads the latest snapshot at or before frame m and re-simulates the
+  few frames after it (a snapshot that fails to load is skipped; a scene that cannot be saved falls back to replay;
+  see loom.files.snapshot for what it captures — pymunk's contact cache is not, so a rigid-body game such as cape
+  continues close to, not bit-identical with, the uninterrupted run; use --every 0 there);
+- replay (``--every 0``, or no snapshot at or before frame m): the scene is rebuilt and re-simulated from the start
+  up to frame m without writing. Loom's stepping is bit-identical run to run (same inputs, same thread count), so
+  the continued frames equal those of an uninterrupted bake, bit for bit.
 
 ``DIR/bake.json`` records the game, settings, dt, substeps and format; resuming into a directory baked with other
 ones is refused rather than mixing two animations.
-
-Dependency direction: engine/ imports neither systems/, components/ nor games/ (DESIGN.md). This module keeps that
-at import time; ``bake()`` imports ``systems``, ``components`` and the game by name with ``importlib`` only when
-called, the way an application would, so ``import engine`` never pulls in the pipeline.
 """
 from __future__ import annotations
 
 import argparse
 import ast
 import importlib
-import inspect
 import json
 import logging
 import sys
@@ -49,16 +43,18 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from loom.components import Cloth
+from loom.engine import App
 from loom.files import meshes as _io
-from loom.engine.app import App
+from loom.files.snapshot import load_snapshot, save_snapshot
+from loom.systems import DefaultPlugins
 
 __all__ = ["bake", "main", "DEFAULT_EVERY", "MANIFEST"]
 
 DEFAULT_EVERY = 50
-"""Frames between resume snapshots (when engine.snapshot exists)."""
+"""Frames between resume snapshots (0: none, resume by replay)."""
 MANIFEST = "bake.json"
 """Name of the file in the output directory that records what was baked."""
-_DEFAULT_SUBSTEPS = 16
 _log = logging.getLogger("loom")
 
 
@@ -69,7 +65,8 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
 
     The summary holds game, frames, written (frames written by this call), resumed_from (first frame this call
     computed), resume ("snapshot", "replay" or "none"), dt, substeps and ms_per_frame. progress=None is silent.
-    Raises ValueError for a bad option, a game without build_scene, or an output directory holding another bake.
+    Raises ValueError for a bad option, a game without build_scene, DT or SUBSTEPS, or an output directory holding
+    another bake.
     """
     if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
         raise ValueError(f"bake.frames = {frames!r}: must be an integer >= 0")
@@ -81,7 +78,7 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
     module = _import_game(game)
     dt, game_substeps = _app_arguments(module)
     substeps = game_substeps if substeps is None else substeps
-    snapshot = _snapshot_api() if every else None
+    snapshots = every > 0                                     # off for good once a scene cannot be saved
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -98,8 +95,8 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
                "dt": dt, "substeps": substeps, "ms_per_frame": 0.0}
     try:
         start_step = 0
-        if done and snapshot is not None:
-            start_step = _load_latest_snapshot(snapshot, app, resume_dir, done)
+        if done and snapshots:
+            start_step = _load_latest_snapshot(app, resume_dir, done)
         if done:
             summary["resume"] = "snapshot" if start_step else "replay"
         for step in range(start_step, done):                 # re-simulate, writing nothing
@@ -114,14 +111,14 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
                 positions, triangles, uv = _gather(app, game)
                 _io.save_frame(out, k, positions, triangles, fmt=fmt, uv=uv)
                 summary["written"] += 1
-            if snapshot is not None and (k + 1) % every == 0:
+            if snapshots and (k + 1) % every == 0:
                 resume_dir.mkdir(exist_ok=True)
                 try:
-                    snapshot[0](app, resume_dir / f"step_{k + 1:06d}.snap")
+                    save_snapshot(app, resume_dir / f"step_{k + 1:06d}.snap")
                 except ValueError as error:                   # a scene that cannot be saved: resume by replay
                     _log.warning("bake: no more resume snapshots (%s); a resume will replay from the start",
                                  error)
-                    snapshot = None
+                    snapshots = False
             bar.update(k + 1, ms=1000.0 * elapsed / (k + 1 - done))
         summary["ms_per_frame"] = round(1000.0 * elapsed / max(frames - done, 1), 4)
     finally:
@@ -134,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line: parse argv, bake, print one summary line on stdout; return the exit status."""
     p = argparse.ArgumentParser(prog="python -m loom.files.bake", description="Bake a Loom game headless into a "
                                 "frame_00000.obj ... sequence; re-run the same command to resume.")
-    p.add_argument("game", help="module in games/ (hanging_sheet, flag, drape, cape, ...) or a dotted module path")
+    p.add_argument("game", help="game in loom.games (hanging_sheet, flag, drape, cape, ...) or a dotted module path")
     p.add_argument("--frames", type=_count("--frames", 0), default=300, help="frames to bake (default 300)")
     p.add_argument("--out", required=True, help="output directory (created if needed)")
     p.add_argument("--format", choices=_io.FRAME_FORMATS, default="obj", help="frame format (default obj)")
@@ -143,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_setting,
                    help="keyword for the game's build_scene, e.g. --set n=16 (repeatable)")
     p.add_argument("--substeps", type=_count("--substeps", 1), default=None,
-                   help="substeps per frame (default: what the game's main uses)")
+                   help="substeps per frame (default: the game's SUBSTEPS)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(None if argv is None else list(argv))
     try:
@@ -164,12 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- private: the game -----------------------------------------------------------------------------------------
 
 def _import_game(game: str) -> Any:
-    """The game module (``games.<game>`` for a bare name); raise ValueError if missing or without build_scene."""
+    """The game module (``loom.games.<game>`` for a bare name); raise ValueError if missing or without build_scene."""
     if not isinstance(game, str) or not game:
         raise ValueError(f"bake.game = {game!r}: expected a game name such as hanging_sheet")
-    name = game if "." in game else f"games.{game}"
+    name = game if "." in game else f"loom.games.{game}"
     try:
-        module = importlib.import_module(name)
+        module = importlib.import_module(name)                # the user names the game: a lookup by name
     except ModuleNotFoundError as error:
         if error.name is not None and name.startswith(error.name):
             raise ValueError(f"bake.game = {game!r}: no module {name}") from None
@@ -181,10 +178,9 @@ def _import_game(game: str) -> Any:
 
 def _build_app(module: Any, dt: float, substeps: int, settings: dict[str, Any]) -> App:
     """Headless App with the default pipeline and the game's scene (no renderer, no window)."""
-    systems = importlib.import_module("systems")              # lazily: engine does not import systems
     app = App(dt=dt, substeps=substeps)
     try:
-        app.add_plugin(systems.DefaultPlugins)
+        app.add_plugin(DefaultPlugins)
         try:
             module.build_scene(app, **settings)
         except TypeError as error:
@@ -198,54 +194,20 @@ def _build_app(module: Any, dt: float, substeps: int, settings: dict[str, Any]) 
 
 
 def _app_arguments(module: Any) -> tuple[float, int]:
-    """(dt, substeps) of the first ``App(...)`` call in the module's source (its main), else (1/60, 16).
-
-    Reads the source with ``ast`` instead of calling main (which would open a window or run the game); literal
-    arithmetic (``1 / 60``) and module constants (``substeps=SUBSTEPS``) are evaluated."""
-    dt, substeps = 1.0 / 60.0, _DEFAULT_SUBSTEPS
-    try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError):
-        return dt, substeps
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and ((isinstance(node.func, ast.Name) and node.func.id == "App")
-                  or (isinstance(node.func, ast.Attribute) and node.func.attr == "App"))]
-    if not calls:
-        return dt, substeps
-    call = calls[0]
-    values = dict(zip(("dt", "substeps"), call.args))
-    values.update({kw.arg: kw.value for kw in call.keywords if kw.arg in ("dt", "substeps")})
-    try:
-        if "dt" in values:
-            dt = float(_evaluate(values["dt"], module))
-        if "substeps" in values:
-            substeps = int(_evaluate(values["substeps"], module))
-    except (ValueError, TypeError, ZeroDivisionError):
-        pass
-    return dt, substeps
-
-
-def _evaluate(node: ast.AST, module: Any) -> float:
-    """Value of a constant expression: numbers, + - * /, unary minus and module-level names."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.Name) and isinstance(getattr(module, node.id, None), (int, float)):
-        return getattr(module, node.id)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_evaluate(node.operand, module)
-    if isinstance(node, ast.BinOp):
-        a, b = _evaluate(node.left, module), _evaluate(node.right, module)
-        ops = {ast.Add: a.__add__, ast.Sub: a.__sub__, ast.Mult: a.__mul__, ast.Div: a.__truediv__}
-        if type(node.op) in ops:
-            return ops[type(node.op)](b)
-    raise ValueError("not a constant expression")
+    """(dt [s], substeps) the game declares as its module constants ``DT`` and ``SUBSTEPS`` (its main's App uses
+    them too); raise ValueError if either is missing or not a positive number."""
+    dt, substeps = getattr(module, "DT", None), getattr(module, "SUBSTEPS", None)
+    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not dt > 0 \
+            or isinstance(substeps, bool) or not isinstance(substeps, int) or substeps < 1:
+        raise ValueError(f"bake.game: {module.__name__} declares DT = {dt!r} and SUBSTEPS = {substeps!r}; a game to "
+                         f"bake needs DT > 0 [s] and SUBSTEPS >= 1, the values its main builds its App with")
+    return float(dt), substeps
 
 
 def _gather(app: App, game: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions (n, 3), triangles (t, 3) and rest uv (n, 2) of every cloth with triangles, concatenated."""
-    cloth_type = importlib.import_module("components").Cloth   # lazily: engine does not import components
     positions, triangles, uv, offset = [], [], [], 0
-    for _, cloth in app.query(cloth_type):
+    for _, cloth in app.query(Cloth):
         if cloth.triangles.shape[0] == 0:                    # ropes: no faces to export
             continue
         positions.append(cloth.x)
@@ -259,17 +221,7 @@ def _gather(app: App, game: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 # --- private: resume -------------------------------------------------------------------------------------------
 
-def _snapshot_api() -> tuple[Any, Any] | None:
-    """(save_snapshot, load_snapshot) from engine.snapshot if that module exists, else None (resume by replay)."""
-    try:
-        module = importlib.import_module("loom.files.snapshot")
-    except ImportError:
-        return None
-    save, load = getattr(module, "save_snapshot", None), getattr(module, "load_snapshot", None)
-    return (save, load) if callable(save) and callable(load) else None
-
-
-def _load_latest_snapshot(snapshot: tuple[Any, Any], app: App, resume_dir: Path, done: int) -> int:
+def _load_latest_snapshot(app: App, resume_dir: Path, done: int) -> int:
     """Load the latest readable snapshot taken at or before step ``done`` into app; return its step (0: none).
 
     A snapshot that fails to load (corrupt, truncated, from another Loom) is skipped with a warning; load_snapshot
@@ -277,7 +229,7 @@ def _load_latest_snapshot(snapshot: tuple[Any, Any], app: App, resume_dir: Path,
     steps = sorted((int(p.stem[5:]), p) for p in resume_dir.glob("step_*.snap") if p.stem[5:].isdigit())
     for step, path in reversed([(s, p) for s, p in steps if s <= done]):
         try:
-            snapshot[1](app, path)
+            load_snapshot(app, path)
         except ValueError as error:                           # SnapshotError is a ValueError
             _log.warning("bake: skipping resume snapshot: %s", error)
             continue

@@ -14,8 +14,8 @@ Typical use::
 
 What is an input: whatever code outside the fixed step may change between steps — the game's
 frame loop, INPUT-stage systems reading a keyboard or mouse, scripts calling ``app.step`` — as
-opposed to what the step computes. By default (``DEFAULT_INPUTS``, matched by class name, so
-engine/ needs no component imports): Pin target, active, offset and attach_to; every Transform's
+opposed to what the step computes. By default (``DEFAULT_INPUTS``, matched by class name, so a
+game lists its own classes the same way): Pin target, active, offset and attach_to; every Transform's
 position and rotation (colliders, pin carriers); Collider active, thickness and friction; every
 init field of Wind and Blower; Grab active, cloth, particle, target, depth and radius; a
 RigidBody2D body's position, velocity, angle and angular velocity; the Gravity resource.
@@ -33,7 +33,7 @@ ReplayError at the first step that diverges, so a non-deterministic input that w
 found where it first matters.
 
 Recording may start mid-run: the log keeps the step index it started at; load the snapshot taken
-then (engine.snapshot) into the fresh App before replaying. Logs are saved in the snapshot
+then (loom.files.snapshot) into the fresh App before replaying. Logs are saved in the snapshot
 container (checksummed, versioned, atomic; kind b"RPLY").
 """
 from __future__ import annotations
@@ -220,7 +220,7 @@ def positions_digest(app: App) -> bytes:
 # --- private ------------------------------------------------------------------------------------------
 def _add_first(app: App, stage: Stage, system: Any, name: str) -> None:
     """Add ``system`` so it runs first in ``stage``: the schedule breaks ties by insertion order, so an
-    unconstrained entry at index 0 always resolves first (engine-internal use of Schedule's table)."""
+    unconstrained entry at index 0 always resolves first (reaches into the engine's Schedule table)."""
     app.add_system(system, stage, name=name)
     entries = app.schedule._entries[stage]
     entries.insert(0, entries.pop())

@@ -51,7 +51,7 @@ File format (version 1), all integers little-endian::
     offset  size  field
     0       8     magic b"LOOMSNAP"
     8       4     format version, uint32 (this Loom writes and reads FORMAT_VERSION)
-    12      4     kind: b"SNAP" (snapshot) or b"RPLY" (replay log, engine.replay)
+    12      4     kind: b"SNAP" (snapshot) or b"RPLY" (replay log, loom.files.replay)
     16      8     payload length in bytes, uint64
     24      32    SHA-256 of the payload
     56      …     payload: a pickle (protocol 5) of a dict of plain data
@@ -59,13 +59,13 @@ File format (version 1), all integers little-endian::
 Loading checks, in order: length of the header, magic, version (a newer one is refused, never
 guessed at), kind, payload length (truncation), checksum; each failure raises ``SnapshotError``
 naming the file and the problem in one line. The pickle is read by a restricted unpickler that
-only resolves: classes from Loom's ``components``, ``systems`` and ``engine`` packages; classes
-from ``pymunk``; the few numpy functions and classes arrays, dtypes and scalars need; safe
-builtins (set, frozenset, complex, slice, range, bytearray) and ``collections`` containers; and the
-classes of components and resources the loading App already holds (its game's own components),
-plus any given as ``trusted=``. Functions (other than those numpy helpers) are never resolved. A
-snapshot is still a pickle: load only files you or your game wrote — the checksum detects
-corruption, not tampering.
+only resolves: classes from ``loom.components``, ``loom.systems``, ``loom.engine`` and ``loom.files``
+(a replay log); classes from ``pymunk``; the few numpy functions and classes arrays, dtypes and
+scalars need; safe builtins (set, frozenset, complex, slice, range, bytearray) and ``collections``
+containers; and the classes of components and resources the loading App already holds (its game's
+own components), plus any given as ``trusted=``. Functions (other than those numpy helpers) are
+never resolved. A snapshot is still a pickle: load only files you or your game wrote — the checksum
+detects corruption, not tampering.
 
 Writes are atomic: the bytes go to a temporary file in the target's directory, are flushed and
 fsync'ed, and only then ``os.replace`` the target; an error anywhere before the rename deletes the
@@ -104,7 +104,8 @@ _HEADER = struct.Struct("<8sI4sQ32s")
 HEADER_SIZE = _HEADER.size
 """Bytes before the payload (56)."""
 
-_LOOM_PACKAGES = ("components", "systems", "engine")
+_LOOM_PACKAGES = ("loom.components", "loom.systems", "loom.engine", "loom.files")
+"""Packages whose classes a snapshot may name (a game's own classes come in as the App's or as trusted=)."""
 _SAFE_BUILTINS = frozenset({"set", "frozenset", "complex", "slice", "range", "bytearray", "bytes", "object"})
 _SAFE_COLLECTIONS = frozenset({"OrderedDict", "deque", "Counter"})
 _NUMPY_NAMES = {                                           # what arrays, dtypes and scalars pickle to
@@ -205,7 +206,7 @@ def load_snapshot(app: App, path: str | os.PathLike[str], *, trusted: Iterable[t
     return app
 
 
-# --- container: header, checksum, atomic write (shared with engine.replay) ---------------------------
+# --- container: header, checksum, atomic write (shared with files.replay) ----------------------------
 def write_container(path: str | os.PathLike[str], kind: bytes, payload: bytes) -> None:
     """Write ``payload`` under a checksummed header to ``path`` atomically (temp file, fsync, rename)."""
     path = Path(path)
@@ -268,7 +269,7 @@ def read_container(path: str | os.PathLike[str], kind: bytes) -> bytes:
 
 
 def dumps_plain(obj: Any) -> bytes:
-    """Pickle ``obj`` under the same class rules as snapshots (for engine.replay's logs)."""
+    """Pickle ``obj`` under the same class rules as snapshots (for loom.files.replay's logs)."""
     try:
         return _dumps(obj, frozenset(), {})
     except _Refused as exc:
@@ -290,6 +291,11 @@ class _Refused(Exception):
     """A class or function outside the trusted set was met while pickling or unpickling."""
 
 
+def _in_loom(module: str) -> bool:
+    """True if ``module`` is one of ``_LOOM_PACKAGES`` or inside one."""
+    return any(module == package or module.startswith(package + ".") for package in _LOOM_PACKAGES)
+
+
 def _allowed(module: str, name: str, obj: Any, trusted: set[type] | frozenset[type]) -> bool:
     """True if the global ``module.name`` (resolved to ``obj``) may appear in a snapshot."""
     if module in _NUMPY_NAMES and name in _NUMPY_NAMES[module]:
@@ -299,7 +305,7 @@ def _allowed(module: str, name: str, obj: Any, trusted: set[type] | frozenset[ty
     if obj in trusted:
         return True
     root = module.split(".")[0]
-    if root in _LOOM_PACKAGES or root == "pymunk":
+    if _in_loom(module) or root == "pymunk":
         return True
     if module == "numpy.dtypes" or (root == "numpy" and issubclass(obj, np.generic)):
         return True
@@ -415,7 +421,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         root = module.split(".")[0]
-        if root not in (*_LOOM_PACKAGES, "pymunk", "numpy", "builtins", "collections") and \
+        if not _in_loom(module) and root not in ("pymunk", "numpy", "builtins", "collections") and \
                 not any(t.__module__ == module for t in self.trusted):
             raise _Refused(f"{module}.{name}: module {module!r} is not trusted (pass its classes as trusted=)")
         try:

@@ -46,8 +46,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from loom.engine.geometry import closest_point_on_triangle, vertex_normals
 from loom.files import meshes as _io
-from loom.engine.geometry import closest_point_on_triangle
 
 __all__ = ["MODES", "main", "thicken", "save_thickened", "distance_field", "marching_tetrahedra", "simplify", "smooth",
            "refit", "closest_points", "vertex_normals"]
@@ -252,24 +252,13 @@ def closest_points(points: np.ndarray, positions: np.ndarray, triangles: np.ndar
         reach = max(float(np.linalg.norm(hi - lo)) / 20.0, 1e-9)
     shape = np.floor((hi - lo) / reach).astype(np.int64) + 1
     counts = np.zeros(int(np.prod(shape)) + 1, dtype=np.int64)
-    _hash_count(pos, tri, lo, reach, shape, counts)
+    _hash_cells(pos, tri, lo, reach, shape, counts, np.empty(0, dtype=np.int64))
     starts = np.concatenate(([0], np.cumsum(counts)))
     items = np.empty(int(starts[-1]), dtype=np.int64)
-    _hash_fill(pos, tri, lo, reach, shape, starts.copy(), items)
+    _hash_cells(pos, tri, lo, reach, shape, starts.copy(), items)
     out = np.empty_like(pts)
     _closest(pts, pos, tri, lo, reach, shape, starts, items, out)
     return out
-
-
-def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Area-weighted unit vertex normals (m, 3) of a triangle mesh ((0, 0, 0) where all faces are degenerate)."""
-    p0, p1, p2 = (vertices[faces[:, k]] for k in range(3))
-    face_normal = np.cross(p1 - p0, p2 - p0)
-    normals = np.zeros_like(vertices)
-    for k in range(3):
-        np.add.at(normals, faces[:, k], face_normal)
-    length = np.linalg.norm(normals, axis=1, keepdims=True)
-    return np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
 
 
 # --- private: validation and tables ----------------------------------------------------------------------------
@@ -474,21 +463,11 @@ def _cell_range(positions, triangles, t, lo, cell, shape, first, last):
 
 
 @numba.njit(cache=True)
-def _hash_count(positions, triangles, lo, cell, shape, counts):
-    """counts[cell] = triangles whose bounding box overlaps the cell."""
-    first = np.empty(3, np.int64)
-    last = np.empty(3, np.int64)
-    for t in range(triangles.shape[0]):
-        _cell_range(positions, triangles, t, lo, cell, shape, first, last)
-        for i in range(first[0], last[0] + 1):
-            for j in range(first[1], last[1] + 1):
-                for k in range(first[2], last[2] + 1):
-                    counts[(i * shape[1] + j) * shape[2] + k] += 1
-
-
-@numba.njit(cache=True)
-def _hash_fill(positions, triangles, lo, cell, shape, cursor, items):
-    """items[starts[cell]:starts[cell + 1]] = the triangles of each cell (cursor starts as a copy of starts)."""
+def _hash_cells(positions, triangles, lo, cell, shape, cursor, items):
+    """For each triangle t and each cell its bounding box overlaps: items[cursor[cell]] = t (when items is
+    not empty), then cursor[cell] += 1. Count pass: cursor = zeros, items empty → cursor[cell] = triangles
+    of the cell. Fill pass: cursor = a copy of starts → items[starts[cell]:starts[cell + 1]] = its triangles."""
+    fill = items.shape[0] > 0
     first = np.empty(3, np.int64)
     last = np.empty(3, np.int64)
     for t in range(triangles.shape[0]):
@@ -497,7 +476,8 @@ def _hash_fill(positions, triangles, lo, cell, shape, cursor, items):
             for j in range(first[1], last[1] + 1):
                 for k in range(first[2], last[2] + 1):
                     key = (i * shape[1] + j) * shape[2] + k
-                    items[cursor[key]] = t
+                    if fill:
+                        items[cursor[key]] = t
                     cursor[key] += 1
 
 

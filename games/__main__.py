@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in games:
         print(f"python -m loom.games: no game {name!r}; the games are {', '.join(games)}", file=sys.stderr)
         return 2
-    importlib.import_module(f"games.{name}").main(rest)
+    importlib.import_module(f"loom.games.{name}").main(rest)
     return 0
 
 
@@ -68,7 +68,7 @@ def precompile(games: dict[str, str]) -> int:
     failed = 0
     for name, *options in [(name,) for name in games] + list(PRECOMPILE_EXTRA):
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", f"games.{name}", *options, "--headless", "--frames", "2",
+        out = subprocess.run([sys.executable, "-m", f"loom.games.{name}", *options, "--headless", "--frames", "2",
                               "--report", "json"], capture_output=True, text=True)
         status = "ok" if out.returncode == 0 else f"failed: {out.stderr.strip().splitlines()[-1:]}"
         failed += out.returncode != 0

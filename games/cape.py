@@ -18,14 +18,14 @@ import numpy as np
 import pygame
 import pymunk
 
+from loom import GLRenderPlugin, WindowPlugin
 from loom.components import Camera, Cloth, ClothStyle, InputState, Pin, RigidBody2D, Space2D, Transform, Wind
-from loom.engine import App, Stage, mesh
-from loom.engine.runner import parser, run_app
-from loom.engine.window import Window
+from loom.engine import App, Stage, Window, mesh, parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
-from loom.systems.render.gl import GLRenderPlugin
-from loom.systems.render.window import WindowPlugin
 
+DT = 1 / 60
+"""[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
+SUBSTEPS = 8
 HERO_SIZE = (0.4, 0.8)        # [m] width, height
 HERO_DEPTH = 0.4              # [m] extent along z of the hero's collider
 CAPE_SIZE = (0.5, 0.6)        # [m] width, length: ends 0.1 m above the ground
@@ -161,7 +161,7 @@ def inside_hero(app: App, hero: Hero, margin: float = 0.0) -> np.ndarray:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    app = App(dt=1 / 60, substeps=8)
+    app = App(dt=DT, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=540))
     app.add_plugin(WindowPlugin(title="Loom — cape"))

@@ -15,18 +15,18 @@ from dataclasses import dataclass
 
 import pygame
 
-from loom.components import MODELS, Camera, Cloth, ClothStyle, Collider, Cylinder, InputState, Plane, Sphere, Transform
-from loom.components.models import SETTINGS
-from loom.engine import App, Mesh, Stage, mesh
-from loom.engine.runner import parser, run_app
+from loom import GLRenderPlugin, WindowPlugin
+from loom.components import (MODELS, SETTINGS, Camera, Cloth, ClothStyle, Collider, Cylinder, InputState, Plane,
+                             Sphere, Transform)
+from loom.engine import App, Mesh, Stage, mesh, parser, run_app
 from loom.systems import DefaultPlugins
-from loom.systems.render.gl import GLRenderPlugin
-from loom.systems.render.window import WindowPlugin
 
 TABLE_RADIUS = 0.5           # [m]
 TABLE_HEIGHT = 0.75          # [m], top surface
 CLOTH_SIZE = 1.6             # [m], square
-SUBSTEPS = 8                 # per 1/60 s step: a slow drape needs fewer than a flag
+DT = 1 / 60
+"""[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
+SUBSTEPS = 8                 # per step: a slow drape needs fewer than a flag
 BENDING = {"stiff": 0.005, "medium": 0.5, "limp": 10.0}
 """bend_compliance [m/N] of each B level (xpbd; medium is cotton's)."""
 MODEL_BENDING = {"verlet": ("bend_min", (1.0, 0.9, 0.8)), "mass_spring": ("bend_stiffness", (20.0, 5.0, 0.5)),
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args, _ = p.parse_known_args(argv)
     if args.n < 2:
         p.error(f"--n = {args.n}: a cloth needs at least 2 particles per side")
-    app = App(dt=1 / 60, substeps=SUBSTEPS)
+    app = App(dt=DT, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=640))
     app.add_plugin(WindowPlugin(title="Loom — drape: B bending · M model"))

@@ -15,17 +15,18 @@ import os
 import time
 from collections.abc import Sequence
 
-from loom.components import Camera, Cloth, Pin, Transform
-from loom.components.render import ClothStyle
-from loom.engine import App, mesh
-from loom.engine.runner import parser, print_report
+from loom.components import Camera, Cloth, ClothStyle, Pin, Transform
+from loom.engine import App, mesh, parser, print_report
 from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line
 import pygame  # noqa: E402
 
-from loom.systems.render.soft import SoftRenderer  # noqa: E402
+from loom import SoftRenderer  # noqa: E402
 
+DT = 1 / 60
+"""[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
+SUBSTEPS = 8
 SIZE = (640, 360)                                    # [px]
 HERO_W, HERO_H = 0.4, 0.7                            # [m]
 SPEED, ACCEL, JUMP, GRAVITY = 3.0, 6.0, 4.0, 9.81   # [m/s], [m/s²], [m/s], [m/s²]
@@ -67,12 +68,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         os.environ["SDL_VIDEODRIVER"] = "dummy"                                    # plain surfaces, no window
     pygame.display.init()                                                          # video only: no audio
     screen = pygame.display.set_mode(SIZE)
-    app = App(dt=1 / 60, substeps=8).add_plugin(DefaultPlugins)
+    app = App(dt=DT, substeps=SUBSTEPS).add_plugin(DefaultPlugins)
     hero, _ = build_scene(app)
     renderer, clock = SoftRenderer(SIZE), pygame.time.Clock()
     frame, vx, vy, draw_s, quit_ = 0, 0.0, 0.0, 0.0, False                    # [m/s], [m/s], [s]
     while not quit_ and (frame < args.frames or not args.headless):
-        real_dt = 1 / 60 if args.headless else min(clock.tick(60) / 1000, 0.1)    # [s]
+        real_dt = DT if args.headless else min(clock.tick(60) / 1000, 0.1)    # [s]
         run, jump, quit_ = read_keys(frame, args.headless)
         on_ground = hero.position[1] <= 0.0
         vy = JUMP if jump and on_ground else 0.0 if on_ground else vy - GRAVITY * real_dt

@@ -2,7 +2,7 @@
 
 Provot's two wind scenes: "a flag in a strong wind" — pinned along the hoist to a pole, streaming
 and flapping in gusts — and "wind in a sail" — a sheet held only at its four corners, bellying out
-(``--sail``). Wind acts per triangle (drag along the normal, lift across it; systems/wind.py).
+(``--sail``). Wind acts per triangle (drag along the normal, lift across it; systems/forces/wind.py).
 
 Run: python -m loom.games.flag [--sail] [--headless --frames 600 --report json] [--screenshot out.png]
 Keys (window): right-drag orbit, wheel zoom, V views, W wind on/off, Esc quit.
@@ -13,19 +13,17 @@ from collections.abc import Sequence
 
 import pygame
 
-from loom.components import Camera, Capsule, Cloth, Collider, Pin, Transform
-from loom.components.render import ClothStyle, InputState
-from loom.components.wind import Wind
-from loom.engine import App, Stage, mesh
-from loom.engine.runner import parser, run_app
+from loom import GLRenderPlugin, WindowPlugin
+from loom.components import Camera, Capsule, Cloth, ClothStyle, Collider, InputState, Pin, Transform, Wind
+from loom.engine import App, Stage, mesh, parser, run_app
 from loom.systems import DefaultPlugins
-from loom.systems.render.gl import GLRenderPlugin
-from loom.systems.render.window import WindowPlugin
 
 POLE_TOP = 3.0                # [m]
 WIND = (6.0, 0.0, 1.0)        # [m/s]: a fresh breeze, slightly across
+DT = 1 / 60
+"""[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
 SUBSTEPS = 4
-"""Per 1/60 s step. The flag in gusts over 600 frames, 4 substeps against 8 (2 sweeps each): the same
+"""Per step. The flag in gusts over 600 frames, 4 substeps against 8 (2 sweeps each): the same
 worst stretch (10 %, Provot's limit), flutter (0.102 against 0.106 m of spread across the wind) and
 reach (0.90 against 0.88 m), no refused step, for 0.87 against 1.49 ms a frame."""
 
@@ -63,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p = parser("python -m loom.games.flag")
     p.add_argument("--sail", action="store_true", help="add Provot's second scene: a sail held by its corners")
     args, _ = p.parse_known_args(argv)
-    app = App(dt=1 / 60, substeps=SUBSTEPS)
+    app = App(dt=DT, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=640))
     app.add_plugin(WindowPlugin(title="Loom — flag and sail" if args.sail else "Loom — flag"))

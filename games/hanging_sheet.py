@@ -3,7 +3,8 @@
 The first scene of every cloth paper (Provot 1995's hanging cloth; Fuhrmann 2003 fig. 3): it
 shows stretch (there should be none to see), swinging without jitter, and settling.
 
-Run: python -m loom.games.hanging_sheet [--headless --frames 300 --report json] [--n 32] [--model xpbd] [--screenshot out.png]
+Run: python -m loom.games.hanging_sheet [--headless --frames 300 --report json] [--n 32] [--model xpbd]
+     [--screenshot out.png]
 With a display (or under `xvfb-run -a`, or SDL_VIDEODRIVER=offscreen) it opens a window: right-drag orbits,
 middle-drag pans, the wheel zooms, V cycles the views (shaded, normals, wireframe, strain, particles), H the
 HUD, Esc quits. Headless it prints one report line: frames, particles, sim_ms_per_frame, max_strain, min_y,
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loom import GLRenderPlugin, WindowPlugin
 from loom.components import MODELS, Camera, Cloth, Pin
-from loom.engine import App, mesh
-from loom.engine.runner import parser, run_app
+from loom.engine import App, mesh, parser, run_app
 from loom.systems import DefaultPlugins
-from loom.systems.render.gl import GLRenderPlugin
-from loom.systems.render.window import WindowPlugin
+
+DT = 1 / 60
+"""[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
+SUBSTEPS = 16
 
 
 def build_scene(app: App, n: int = 32, model: str = "xpbd") -> int:
@@ -38,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args, _ = p.parse_known_args(argv)
     if args.n < 2:
         p.error(f"--n = {args.n}: a sheet needs at least 2 particles per side")
-    app = App(dt=1 / 60, substeps=16)
+    app = App(dt=DT, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=640))      # opt-in renderer: no GL until a frame is drawn
     app.add_plugin(WindowPlugin(title="Loom: hanging sheet"))

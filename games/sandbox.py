@@ -3,7 +3,7 @@
 A 1 m square sheet hangs from its top corners over a floor (Provot 1995's hanging cloth). Grabbing
 is Fuhrmann et al. 2003 §3 "User input" (the grabbed particle gets infinite mass and follows the
 cursor at its depth), blowing is Schönberger §3.3 (air from the camera toward the cursor), tearing
-breaks links strained past 50 % for 0.05 s (systems/tearing.py).
+breaks links strained past 50 % for 0.05 s (systems/interaction/tearing.py).
 
 Run: python -m loom.games.sandbox [--headless --frames 300 --report json] [--screenshot out.png]
 
@@ -32,20 +32,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pygame
 
-from loom.components import (MODELS, Blower, Camera, Cloth, ClothMaterial, Collider, Grab, InputState, Pin,
-                        Plane, Tearable, Transform)
-from loom.components.render import ClothStyle
-from loom.engine import App, Mesh, Stage, mesh
-from loom.engine.runner import parser, run_app
+from loom import GLRenderPlugin, WindowPlugin
+from loom.components import (MODELS, Blower, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Grab, InputState,
+                             Pin, Plane, Tearable, Transform)
+from loom.engine import App, Mesh, Stage, mesh, parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
-from loom.systems.interaction.picking import pick_particle, update_blower, update_grab
-from loom.systems.render.gl import GLRenderPlugin
-from loom.systems.render.window import WindowPlugin
+from loom.systems.interaction import pick_particle, update_blower, update_grab
 
 SIDE = 32                     # particles per side of the sheet
 SIZE = 1.0                    # [m]
 HANG = 1.5                    # [m] height of the top edge
-SUBSTEPS = 16                 # per 1/60 s step: mass_spring's explicit springs need h ≈ 1 ms at this mesh
+DT = 1 / 60
+"""[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
+SUBSTEPS = 16                 # per step: mass_spring's explicit springs need h ≈ 1 ms at this mesh
 MATERIAL_KEYS = (pygame.K_1, pygame.K_2, pygame.K_3, pygame.K_4, pygame.K_5)
 MATERIALS = ("cotton", "silk", "denim", "leather", "rubber")
 BLOWER_SPEED = 20.0           # [m/s] at the nozzle: ≈ 5 m/s at the cloth 2.5 m away
@@ -245,7 +244,7 @@ def sandbox_report(app: App) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    app = App(dt=1 / 60, substeps=SUBSTEPS)
+    app = App(dt=DT, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(*VIEW))
     app.add_plugin(WindowPlugin(title="Loom — sandbox: drag grab · Space blow · T tear · P pin · M model · "

@@ -12,8 +12,10 @@ Where a thing happens:
 ``coupling``        pymunk bodies
 ``interaction``     picking (grab, blow), tearing, teleport
 ``render``          GL and software renderers, surfaces, the window loop (opt-in)
-``shared``          kernels more than one concern uses (batches, distance limits, shapes)
+``shared``          kernels more than one concern uses (batches, distance limits, shapes, the index of
+                    cloths by model)
 ``sets``            ``ClothSet``: the public ordering handles
+``registry``        model name → the plugins that step it (``register_model`` for your own model)
 ==================  ==============================================================================
 
 Order your own systems against the public sets in ``ClothSet``::
@@ -29,15 +31,19 @@ from loom.systems.forces import WindPlugin
 from loom.systems.interaction import PickingPlugin, TearingPlugin, TeleportPlugin
 from loom.systems.models import ImplicitPlugin, MassSpringPlugin, VerletPlugin
 from loom.systems.pipeline import ClothPlugin, GuardPlugin, PinPlugin
+from loom.systems.registry import model_names, model_plugins, register_model
 from loom.systems.sets import ClothSet
 from loom.systems.xpbd import ConstraintPlugin, IntegrationPlugin
 
+_OTHER_MODELS = [plugin for name in model_names() if name != "xpbd" for plugin in model_plugins(name).plugins]
 DefaultPlugins = PluginGroup(ClothPlugin, IntegrationPlugin, PinPlugin, ConstraintPlugin, EnvironmentPlugin,
-                             SelfCollisionPlugin, PymunkPlugin, GuardPlugin, VerletPlugin, MassSpringPlugin,
-                             ImplicitPlugin,
+                             SelfCollisionPlugin, PymunkPlugin, GuardPlugin, *_OTHER_MODELS,
                              WindPlugin, PickingPlugin, TearingPlugin, TeleportPlugin)
-"""The standard pipeline; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out."""
+"""The standard pipeline: the frame, XPBD (the default model, its two plugins around PinPlugin as ever), and
+the other built-in models from the registry; ``DefaultPlugins.without("GuardPlugin")`` leaves a member out.
+A model registered later is not in it: ``app.add_plugin(model_plugins("mine"))``."""
 
 __all__ = ["ClothPlugin", "ClothSet", "ConstraintPlugin", "DefaultPlugins", "EnvironmentPlugin", "GuardPlugin",
            "ImplicitPlugin", "IntegrationPlugin", "MassSpringPlugin", "PickingPlugin", "PinPlugin", "PymunkPlugin",
-           "SelfCollisionPlugin", "TearingPlugin", "TeleportPlugin", "VerletPlugin", "WindPlugin"]
+           "SelfCollisionPlugin", "TearingPlugin", "TeleportPlugin", "VerletPlugin", "WindPlugin", "model_names",
+           "model_plugins", "register_model"]

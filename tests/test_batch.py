@@ -1,4 +1,4 @@
-"""Batches (systems/batch.py): many small cloths in one kernel call give each cloth exactly the motion
+"""Batches (systems/shared/batch.py): many small cloths in one kernel call give each cloth exactly the motion
 it has alone, and follow arrays a component replaces (pins released, tethers rebuilt, a cloth torn out)."""
 from __future__ import annotations
 

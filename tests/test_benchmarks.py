@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 SHEET_KEYS = {"impl", "n", "particles", "constraints", "steps", "wall_s", "steps_per_s",
               "constraint_projections_per_s", "final_max_stretch", "warmup_s"}
@@ -61,3 +63,33 @@ def test_scenes_benchmark_prints_times_and_the_breakdown_per_scene():
     assert "wind" in flags["ms_per_frame"] and "environment" in cape["ms_per_frame"]
     (bare,) = run_benchmark("scenes", "--scene", "cape", "--frames", "2", "--no-render")
     assert "normals" not in bare["ms_per_frame"] and "render_ms_median" not in bare
+
+
+def test_stretch_meter_reports_the_worst_and_p99_stretch_of_the_sampled_links():
+    from loom.benchmarks.stretch import StretchMeter
+    from loom.components import STRETCH, Cloth
+    from loom.engine import App, mesh
+
+    app = App()
+    sheet = mesh.grid(6, 6, 1.0, 1.0)
+    cloth = Cloth.from_mesh(sheet)
+    app.spawn(cloth)
+    meter = StretchMeter()
+    meter.sample(app)                                         # at rest: no stretch
+    cloth.x[:, 0] *= 1.02                                     # 2 % along x: the x links stretch 2 %, y ones 0
+    meter.sample(app)
+    record = meter.record()
+    strain = cloth.strain(STRETCH)
+    assert abs(record["stretch_worst_pct"] - 100.0 * strain.max()) < 1e-3
+    assert abs(record["stretch_worst_pct"] - 2.0) < 1e-3
+    links = strain.size
+    expected_p99 = np.percentile(np.concatenate([np.zeros(links), strain]), 99)
+    assert abs(record["stretch_p99_pct"] - 100.0 * expected_p99) < 1e-3
+    app.close()
+
+
+def test_sheet_and_scene_benchmarks_report_the_stretch_next_to_the_cost():
+    (sheet,) = run_benchmark("sheet", "--n", "8", "--substeps", "2", "--iters", "3", "--steps", "5")
+    (cape,) = run_benchmark("scenes", "--scene", "cape", "--frames", "5", "--no-render")
+    for record in (sheet, cape):
+        assert 0.0 <= record["stretch_p99_pct"] <= record["stretch_worst_pct"] < 100.0, record

@@ -64,13 +64,49 @@ def _install_example_plugin() -> None:
 def test_runnable_snippet_runs(where, code, tmp_path):
     if "loom_vortex" in code:
         _install_example_plugin()
-    env = dict(os.environ, SDL_VIDEODRIVER="offscreen", SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    result = _run_snippet(code, tmp_path)
+    assert result.returncode == 0, f"docs/{where} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+
+
+def _run_snippet(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run ``code`` as a user would: the installed ``loom`` only (the repository folder is not on the path,
+    so a bare ``import engine`` fails as it does once installed), offscreen SDL, dummy audio."""
+    env = dict(os.environ, SDL_VIDEODRIVER="offscreen", SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
-    result = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=SNIPPET_SECONDS)
-    assert result.returncode == 0, f"docs/{where} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    return subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=SNIPPET_SECONDS)
+
+
+def _readme_quick_start() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Quick start"):]
+    return re.search(r"^```python\n(.*?)^```", section, re.S | re.M).group(1)
+
+
+def test_readme_quick_start_runs(tmp_path):
+    code = _readme_quick_start()
+    assert code.startswith("import loom\n"), "the README's quick start starts with `import loom`"
+    result = _run_snippet(code, tmp_path)
+    assert result.returncode == 0, f"README quick start failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+
+
+def test_snippets_take_everyday_names_from_loom():
+    """A name the root package offers (``loom.Cloth``, ``loom.mesh`` …) is written ``loom.Name`` in every doc
+    snippet and in the README, never imported from a deep module; deep imports are for advanced names only."""
+    import loom
+    deep = re.compile(r"^from (loom\.[\w.]+) import \(?([\w, ]+)", re.M)
+    blocks = [(where, code) for where, code in SNIPPETS]
+    for page in sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        blocks += [(page.name, m.group(1)) for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)]
+    bad = []
+    for where, code in blocks:
+        for module, names in deep.findall(code):
+            everyday = [n.strip() for n in names.split(",") if n.strip() in loom.__all__]
+            if everyday:
+                bad.append(f"{where}: from {module} import {', '.join(everyday)} (use loom.{everyday[0]})")
+    assert not bad, "\n".join(bad)
 
 
 def test_api_reference_is_up_to_date():
@@ -81,6 +117,55 @@ def test_api_reference_is_up_to_date():
         sys.path.remove(str(DOCS))
     current = (DOCS / "api.md").read_text(encoding="utf-8")
     assert current == gen_api.render(), "docs/api.md is out of date with the docstrings: run python docs/gen_api.py"
+
+
+def _api_text() -> str:
+    return (DOCS / "api.md").read_text(encoding="utf-8")
+
+
+def test_every_default_plugin_is_in_the_api_reference():
+    """Each member of DefaultPlugins has its own entry (heading and docstring) and its line in the members list."""
+    import inspect
+
+    from loom import DefaultPlugins
+    api = _api_text()
+    assert len(DefaultPlugins.members()) == len(DefaultPlugins.plugins)
+    for plugin in DefaultPlugins.plugins:
+        name = plugin.__name__
+        assert re.search(rf"^### `{name}[(`]", api, re.M), f"docs/api.md has no entry for {name}"
+        assert re.search(rf"^- `{name}` \(", api, re.M), f"docs/api.md's DefaultPlugins list lacks {name}"
+        doc = inspect.cleandoc(plugin.__doc__ or "").split("\n\n")[0]
+        assert doc and " ".join(doc.split()) in api, f"docs/api.md lacks {name}'s docstring"
+
+
+def test_api_reference_covers_the_public_packages():
+    """``loom`` and its names, every subpackage of loom.systems, the enums' members, loom.files."""
+    import pkgutil
+
+    import loom
+    import loom.systems
+    api = _api_text()
+    packages = ["loom", "loom.engine", "loom.components", "loom.systems", "loom.systems.sets", "loom.files"]
+    packages += [f"loom.systems.{m.name}" for m in pkgutil.iter_modules(loom.systems.__path__)]
+    for package in packages:
+        assert f"## `{package}`\n" in api, f"docs/api.md has no section for {package}"
+    for name in loom.__all__:
+        assert f"| `loom.{name}` |" in api, f"docs/api.md's table of `import loom` lacks loom.{name}"
+    for enum_type in (loom.Stage, loom.ClothSet):
+        members = ", ".join(f"`{m.name}` ({m.value!r})" for m in enum_type)
+        assert f"Members, in order: {members}." in api, f"docs/api.md does not list {enum_type.__name__}'s members"
+
+
+def test_architecture_is_linked_and_states_the_import_rules():
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    for page in (DOCS / "index.md", ROOT / "README.md"):
+        assert "architecture.md" in page.read_text(encoding="utf-8"), f"{page.name} does not link architecture.md"
+    rows = {line.split("|")[1].strip().split(" ")[0] for line in text.splitlines() if line.startswith("| `loom")}
+    expected = {"`loom.engine`", "`loom.components`", "`loom.systems.sets`,", "`loom.systems.<concern>`",
+                "`loom.systems`", "`loom.files`", "`loom.games`", "`loom.benchmarks`", "`loom`"}
+    assert rows == expected, f"docs/architecture.md's import-rule rows: {sorted(rows)}"
+    for heading in ("## One frame", "## Add a system", "## Add a collider shape", "## Add a cloth model"):
+        assert heading in text, f"docs/architecture.md has no '{heading}'"
 
 
 def test_relative_links_and_images_resolve():

@@ -14,9 +14,11 @@ from loom.components import (STRETCH, Box, Capsule, Cloth, Collider, ColliderSet
                         Sphere, Transform, TriangleMesh)
 from loom.components.cloth import dihedral_angles
 from loom.engine import mesh
-from loom.systems.models.implicit.block_sparse import FIXED, FREE, NORMAL, modified_pcg, multiply_add, to_scipy
+from loom.systems.models.implicit.block_sparse import (FIXED, FREE, NORMAL, Constraints, PcgScratch, modified_pcg,
+                                                       multiply_add, to_scipy)
 from loom.systems.models.implicit.solver import ImplicitWorkspace, ImplicitWorkspaces
-from loom.systems.models.implicit.forces import assemble, elastic_energy
+from loom.systems.models.implicit.forces import Coefficients, Loads, assemble, elastic_energy
+from loom.systems.shared.held import hold
 
 G = 9.81
 
@@ -39,22 +41,30 @@ def assembled(cloth: Cloth, ws: ImplicitWorkspace, h: float, *, stiffness=(5000.
     solver's positive semi-definite Hessian terms (implicit.DEFINITE) — off for exact derivatives."""
     ks, kds, kh, kdh, kb, kdb = stiffness
     p = ws.pattern
-    assemble(cloth.x, cloth.v, cloth.mass, drag, np.asarray(gravity, float), np.zeros_like(cloth.x),
-             ws.triangles, ws.weight_u, ws.weight_v, ws.area, ws.quads, cloth.bend_rest_angle, ws.bend_frac,
-             ks, kds, kh, kdh, kb, kb, kdb, kdb, 1.0, 1.0, h, definite, asymmetric, p.diag, ws.tri_slots,
-             ws.quad_slots, ws.A, ws.K, ws.f)
+    assemble(cloth.x, cloth.v, hold(Loads(cloth.mass, np.asarray(gravity, float), np.zeros_like(cloth.x), drag)),
+             ws.held.rest, hold(Coefficients(ks, kds, kh, kdh, kb, kb, kdb, kdb, 1.0, 1.0)), ws.held.pattern, h,
+             definite, asymmetric, ws.held.system)
     b = np.empty_like(cloth.x)
     multiply_add(p.indptr, p.indices, ws.K, cloth.v, h * h, ws.f * h, b)
     return b
+
+
+def pcg_problem(seed: int) -> tuple[ImplicitWorkspace, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(ws, b, kind, normal, z) for ``solve``: a jittered sheet assembled at h = 1/60, nothing constrained
+    yet (kind all 0 = free; normal and z zero, (n, 3)) — the caller sets the constraints it tests."""
+    cloth = jittered_cloth(seed=seed)
+    ws = ImplicitWorkspace(cloth)
+    b = assembled(cloth, ws, 1 / 60)
+    return ws, b, np.zeros(cloth.particle_count, np.int8), np.zeros_like(b), np.zeros_like(b)
 
 
 def solve(ws: ImplicitWorkspace, b, kind, normal, z, tolerance, max_iterations):
     """Run modified_pcg on the workspace's matrix; return (Δv, iterations, δ_new, δ_0)."""
     p = ws.pattern
     dv = np.zeros_like(b)
-    scratch = [np.zeros_like(b) for _ in range(5)]
-    it, delta, delta0 = modified_pcg(p.indptr, p.indices, ws.A, p.diag, b, kind, normal, z, tolerance,
-                                     max_iterations, False, dv, *scratch)
+    constraints = Constraints(kind, normal, z, np.zeros_like(b))
+    it, delta, delta0 = modified_pcg(hold(p), ws.A, b, hold(constraints), tolerance, max_iterations, False, dv,
+                                     hold(PcgScratch.zeros(b.shape[0])))
     return dv, it, delta, delta0
 
 
@@ -80,24 +90,19 @@ def total_energy(cloth: Cloth, ws: ImplicitWorkspace) -> float:
     s = cloth.settings
     kinetic = 0.5 * float((cloth.mass[:, None] * cloth.v ** 2).sum())
     potential = G * float((cloth.mass * cloth.x[:, 1]).sum())
-    elastic = elastic_energy(cloth.x, ws.triangles, ws.weight_u, ws.weight_v, ws.area, ws.quads, cloth.bend_rest_angle,
-                             ws.bend_frac, s.stretch_stiffness, s.shear_stiffness, s.bend_stiffness,
-                             s.bend_stiffness, s.b_u, s.b_v)
+    elastic = elastic_energy(cloth.x, ws.held.rest, hold(Coefficients(s.stretch_stiffness, 0.0, s.shear_stiffness,
+                                                                      0.0, s.bend_stiffness, s.bend_stiffness, 0.0,
+                                                                      0.0, s.b_u, s.b_v)))
     return kinetic + potential + elastic
 
 
 # --- the linear solve (§3, §5.3) -------------------------------------------------------------------
 def test_pcg_matches_direct_sparse_solve_on_the_free_particles():
-    cloth = jittered_cloth(seed=1)
-    ws = ImplicitWorkspace(cloth)
-    b = assembled(cloth, ws, 1 / 60)
-    n = cloth.particle_count
-    kind = np.zeros(n, np.int8)
+    ws, b, kind, normal, z = pcg_problem(seed=1)
     fixed = np.array([0, 3, 9])
     kind[fixed] = FIXED
-    z = np.zeros_like(b)
     z[fixed] = np.random.default_rng(2).normal(scale=0.3, size=(3, 3))
-    dv, iterations, _, _ = solve(ws, b, kind, np.zeros_like(b), z, 1e-12, 1000)
+    dv, iterations, _, _ = solve(ws, b, kind, normal, z, 1e-12, 1000)
 
     A = to_scipy(ws.pattern, ws.A)
     free_dof = np.flatnonzero(np.repeat(kind == FREE, 3))
@@ -112,13 +117,8 @@ def test_pcg_matches_direct_sparse_solve_on_the_free_particles():
 def test_pcg_solves_eq_18_with_a_normal_constraint_to_its_tolerance():
     # The filtered system S·A·S·u = S·(b − A·z), Δv = z + u, solved densely (with I − S on the constrained
     # directions so it is regular) is the reference for a partially constrained particle (eq. 14).
-    cloth = jittered_cloth(seed=3)
-    ws = ImplicitWorkspace(cloth)
-    b = assembled(cloth, ws, 1 / 60)
-    n = cloth.particle_count
-    kind = np.zeros(n, np.int8)
-    normal = np.zeros_like(b)
-    z = np.zeros_like(b)
+    ws, b, kind, normal, z = pcg_problem(seed=3)
+    n = kind.shape[0]
     kind[5], kind[12] = FIXED, NORMAL
     z[5] = [0.1, -0.2, 0.05]
     normal[12] = np.array([0.3, 1.0, -0.2]) / np.linalg.norm([0.3, 1.0, -0.2])
@@ -147,14 +147,8 @@ def test_pcg_solves_eq_18_with_a_normal_constraint_to_its_tolerance():
 
 @pytest.mark.parametrize("max_iterations", [1, 2, 5, 200])
 def test_constrained_velocity_changes_equal_z_after_any_number_of_iterations(max_iterations):
-    cloth = jittered_cloth(seed=4)
-    ws = ImplicitWorkspace(cloth)
-    b = assembled(cloth, ws, 1 / 60)
-    n = cloth.particle_count
+    ws, b, kind, normal, z = pcg_problem(seed=4)
     rng = np.random.default_rng(5)
-    kind = np.zeros(n, np.int8)
-    normal = np.zeros_like(b)
-    z = np.zeros_like(b)
     fixed, sliding = np.array([0, 7, 10]), np.array([2, 5, 13])
     kind[fixed], kind[sliding] = FIXED, NORMAL
     z[fixed] = rng.normal(size=(3, 3))
@@ -258,8 +252,8 @@ def test_bend_condition_measures_the_cloths_signed_dihedral_angle():
     cloth = jittered_cloth(seed=8)
     ws = ImplicitWorkspace(cloth)
     angles = dihedral_angles(cloth.x, cloth.bend_quads)
-    energy = elastic_energy(cloth.x, ws.triangles, ws.weight_u, ws.weight_v, ws.area, ws.quads, np.zeros_like(angles),
-                            ws.bend_frac, 0.0, 0.0, 2.0, 2.0, 1.0, 1.0)
+    energy = elastic_energy(cloth.x, hold(ws.rest._replace(rest_angle=np.zeros_like(angles))),
+                            hold(Coefficients(0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, 0.0, 1.0, 1.0)))
     assert energy == pytest.approx(float((angles ** 2).sum()), rel=1e-12)   # Σ ½·k·θ² with k = 2
 
 
@@ -427,7 +421,7 @@ def _surface_distance(name: str, shape, transform: Transform, x: np.ndarray) -> 
 
 @pytest.mark.parametrize("name", sorted(DROPS))
 def test_sheet_dropped_on_any_collider_shape_settles_outside_its_margin(make_app, name):
-    # Contacts go through the shared signed distances (systems/shapes.py) of every shape, at the collider's
+    # Contacts go through the shared signed distances (systems/shared/shapes.py) of every shape, at the collider's
     # end-of-step pose, rotated colliders included; reach = cloth thickness 0.01 m + collider thickness
     # 0.005 m. The landing re-solve keeps every step outside (measured worst: ~1e-16 m inside), and the sheet
     # comes to rest draped over the box and the capsule, flat on the mesh.

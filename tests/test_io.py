@@ -1,4 +1,4 @@
-"""Mesh import/export (engine.io), headless baking with resume (engine.bake), thickness export (engine.thickness)."""
+"""Mesh import/export (files.meshes), headless baking with resume (files.bake), thickness export (files.thickness)."""
 from __future__ import annotations
 
 import os
@@ -217,7 +217,8 @@ def test_bake_command_line_shows_a_progress_bar_and_writes_ply(tmp_path):
 
 def test_bake_command_line_reports_an_unknown_game_in_one_line(tmp_path, capsys):
     assert bake.main(["no_such_game", "--out", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip() == "loom bake: bake.game = 'no_such_game': no module games.no_such_game"
+    assert capsys.readouterr().err.strip() == ("loom bake: bake.game = 'no_such_game': "
+                                               "no module loom.games.no_such_game")
 
 
 def test_app_arguments_are_read_from_each_games_main():

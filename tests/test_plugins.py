@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -93,6 +94,61 @@ def test_a_plugin_that_fails_to_build_is_named(monkeypatch):
     monkeypatch.setattr(plugin_module.metadata, "entry_points", lambda group: [EP()])
     with pytest.raises(PluginError, match=r"loom plugin 'exploding' failed to build: KeyError"):
         App(plugins="auto")
+
+
+def _installed_plugin(site: Path, module: str, entry_point: str, source: str | None) -> None:
+    """Install, into the folder ``site``, a distribution loom-broken-demo 0.3 declaring the loom plugin
+    ``broken = <entry_point>``, and the package ``module`` with ``source`` as its __init__ (none if None)."""
+    info = site / "loom_broken_demo-0.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loom-broken-demo\nVersion: 0.3\n")
+    (info / "entry_points.txt").write_text(f"[loom.plugins]\nbroken = {entry_point}\n")
+    if source is not None:
+        (site / module).mkdir()
+        (site / module / "__init__.py").write_text(source)
+
+
+def test_a_plugin_that_fails_to_import_names_its_entry_point_distribution_and_file(tmp_path, monkeypatch):
+    _installed_plugin(tmp_path, "loom_broken_demo", "loom_broken_demo:BrokenPlugin",
+                      "import loom_broken_demo_missing_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError) as info:
+        App(plugins="auto")                  # "broken" sorts before any other installed plugin
+    message = str(info.value)
+    assert message.startswith("loom plugin 'broken' (loom_broken_demo:BrokenPlugin) failed to import: "
+                              "ModuleNotFoundError: No module named 'loom_broken_demo_missing_dependency'")
+    assert "entry point: broken = loom_broken_demo:BrokenPlugin (group loom.plugins)" in message
+    assert "distribution: loom-broken-demo 0.3" in message
+    assert f"loaded from: {tmp_path / 'loom_broken_demo' / '__init__.py'}" in message
+    assert "loom_broken_demo" not in sys.modules
+
+
+def test_a_plugin_whose_module_is_missing_names_the_module_path(tmp_path, monkeypatch):
+    _installed_plugin(tmp_path, "loom_broken_demo", "loom_broken_demo.plugins:BrokenPlugin", None)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError) as info:
+        App(plugins="auto")
+    message = str(info.value)
+    assert "loom plugin 'broken' (loom_broken_demo.plugins:BrokenPlugin) failed to import: ModuleNotFoundError" \
+        in message
+    assert "distribution: loom-broken-demo 0.3" in message
+    assert "loaded from: module loom_broken_demo.plugins (no file found for it)" in message
+
+
+def test_installed_plugins_without_the_core_say_to_add_default_plugins(vortex_installed):
+    app = App(plugins="auto")                # SewingPlugin orders between ClothSet.CONSTRAIN and COLLIDE: core sets
+    with pytest.raises(ValueError) as info:
+        app.step()
+    message = str(info.value)
+    found = re.search(r"sew \(added by plugin SewingPlugin\) orders against unknown system or set '(\w+)'", message)
+    assert found and found[1] in ("CONSTRAIN", "COLLIDE"), message
+    assert f"ClothSet.{found[1]}, a set of Loom's core pipeline" in message
+    assert f"add loom.DefaultPlugins (or the plugin that defines ClothSet.{found[1]}) first" in message
+    app.add_plugin(DefaultPlugins)          # the advice works: ordering is resolved when the App steps
+    app.step()
+    assert app.schedule.names(Stage.SUBSTEP).index("sew") > app.schedule.names(Stage.SUBSTEP).index(
+        "solve_constraints")
+    app.close()
 
 
 def test_events_fire_with_payloads(make_app):

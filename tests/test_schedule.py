@@ -33,6 +33,15 @@ def names_run(calls: list) -> list[str]:
     return [name for name, _ in calls]
 
 
+def abc_app(new_app, stage: Stage) -> tuple[App, list]:
+    """An App with recorders "a", "b", "c" added to ``stage`` in that order, and their shared calls list."""
+    app = new_app()
+    calls: list = []
+    for name in ("a", "b", "c"):
+        app.add_system(recorder(calls, name), stage)
+    return app, calls
+
+
 # --- stages ---------------------------------------------------------------------------------------------------
 
 def test_update_runs_every_stage_in_order_with_substeps_and_their_dt(new_app):
@@ -210,10 +219,7 @@ def test_adding_something_not_callable_raises_type_error(new_app):
 
 
 def test_replace_system_keeps_its_place(new_app):
-    app = new_app()
-    calls: list = []
-    for name in ("a", "b", "c"):
-        app.add_system(recorder(calls, name), Stage.PRE_STEP)
+    app, calls = abc_app(new_app, Stage.PRE_STEP)
     app.step()
     app.replace_system("b", recorder(calls, "B2"), Stage.PRE_STEP)
     assert app.schedule.names(Stage.PRE_STEP) == ["a", "b", "c"]        # ordered by its registered name
@@ -230,10 +236,7 @@ def test_replace_system_of_an_unknown_name_raises_listing_the_stage(new_app):
 
 
 def test_a_disabled_system_is_skipped_and_keeps_its_place(new_app):
-    app = new_app()
-    calls: list = []
-    for name in ("a", "b", "c"):
-        app.add_system(recorder(calls, name), Stage.POST_STEP)
+    app, calls = abc_app(new_app, Stage.POST_STEP)
     app.step()
     app.schedule.set_enabled(Stage.POST_STEP, "b", False)
     app.step()
@@ -405,3 +408,36 @@ def test_model_systems_are_skipped_without_a_cloth_of_their_model(new_app):
     app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0), model="verlet"))
     app.step(1)
     assert "predict_verlet" in app.system_seconds
+
+
+def test_an_unknown_core_set_says_the_core_plugins_are_missing(new_app):
+    app = new_app()
+
+    def sewing(app: App) -> None:
+        app.add_system(recorder([], "sew"), Stage.SUBSTEP, after=ClothSet.PIN)
+
+    app.add_plugin(sewing)
+    with pytest.raises(ValueError) as info:
+        app.step()
+    message = str(info.value)
+    assert message.startswith("stage SUBSTEP: sew (added by plugin sewing) orders against unknown system or set "
+                              "'PIN' (known: sew)")
+    assert "'PIN' is ClothSet.PIN, a set of Loom's core pipeline" in message
+    assert "add loom.DefaultPlugins (or the plugin that defines ClothSet.PIN) first" in message
+    app.add_plugin(DefaultPlugins)
+    order = app.schedule.names(Stage.SUBSTEP)
+    assert order.index("pin_particles") < order.index("sew")
+
+
+def test_an_unknown_set_of_another_package_names_its_handle(new_app):
+    import enum
+
+    class MySet(enum.Enum):
+        SPLASH = "splash"
+
+    app = new_app()
+    app.add_system(recorder([], "ripple"), Stage.SUBSTEP, after=MySet.SPLASH)
+    with pytest.raises(ValueError) as info:
+        app.step()
+    assert f"'SPLASH' is MySet.SPLASH (from {MySet.__module__}): add the plugin that defines it first" in str(info.value)
+    assert "core pipeline" not in str(info.value)

@@ -31,7 +31,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 def test_main_demo_runs_headless_and_reports(tmp_path):
     demo = readme_commands()[0].split("&&", 1)[1].strip().split()
-    assert demo[:2] == ["python", "-m"] and demo[2].startswith("games.")
+    assert demo[:2] == ["python", "-m"] and demo[2].startswith("loom.games.")
     out = subprocess.run([sys.executable, "-m", demo[2], *demo[3:], "--headless", "--frames", "120",
                           "--report", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "SDL_AUDIODRIVER": "dummy"})

@@ -1,4 +1,4 @@
-"""Surface kernels shared by the renderers: smooth normals, Loop subdivision, per-vertex strain (systems/surface.py)."""
+"""Surface kernels shared by the renderers: smooth normals, Loop subdivision, per-vertex strain (systems/render/surface.py)."""
 from __future__ import annotations
 
 import math

@@ -27,6 +27,13 @@ def line(n: int) -> np.ndarray:
     return x
 
 
+def ones_but(k: int, value: float, n: int = 20) -> np.ndarray:
+    """n ones (a per-particle mass or inverse mass) with entry k set to ``value``."""
+    values = np.ones(n)
+    values[k] = value
+    return values
+
+
 def bare_cloth(n: int = 20, **fields) -> Cloth:
     """A cloth of n free particles on a line, no links, built with the direct constructor."""
     options = dict(x=line(n), mass=np.ones(n), links=NO_LINKS, link_kind=NO_KINDS)
@@ -61,10 +68,8 @@ def test_cloth_rejects_an_empty_particle_array():
 
 @pytest.mark.parametrize("bad", [0.0, -1.0])
 def test_cloth_rejects_a_mass_that_is_not_positive(bad):
-    mass = np.ones(20)
-    mass[4] = bad
     with pytest.raises(ValueError, match=rf"Cloth\.mass\[4\] = {re.escape(repr(bad))}: must be > 0"):
-        bare_cloth(mass=mass)
+        bare_cloth(mass=ones_but(4, bad))
 
 
 def test_cloth_from_particles_rejects_a_single_mass_that_is_not_positive():
@@ -73,10 +78,8 @@ def test_cloth_from_particles_rejects_a_single_mass_that_is_not_positive():
 
 
 def test_cloth_rejects_a_nan_mass():
-    mass = np.ones(20)
-    mass[6] = math.nan
     with pytest.raises(ValueError, match=r"Cloth\.mass\[6\] = nan: must be finite"):
-        bare_cloth(mass=mass)
+        bare_cloth(mass=ones_but(6, math.nan))
 
 
 def test_cloth_rejects_masses_of_the_wrong_length():
@@ -86,31 +89,23 @@ def test_cloth_rejects_masses_of_the_wrong_length():
 
 def test_cloth_rejects_a_mass_so_small_its_inverse_overflows():
     # 1e-320 kg passes "> 0" but 1 / 1e-320 = inf: the cloth would hold an infinite inverse mass.
-    mass = np.ones(20)
-    mass[2] = 1e-320
     with pytest.raises(ValueError, match=r"Cloth\.(inv_)?mass\[2\] = "):
-        bare_cloth(mass=mass)
+        bare_cloth(mass=ones_but(2, 1e-320))
 
 
 def test_cloth_rejects_negative_inverse_mass():
-    inv_mass = np.ones(20)
-    inv_mass[17] = -0.5
     with pytest.raises(ValueError, match=r"Cloth\.inv_mass\[17\] = -0\.5: must be >= 0"):
-        bare_cloth(inv_mass=inv_mass)
+        bare_cloth(inv_mass=ones_but(17, -0.5))
 
 
 def test_cloth_accepts_zero_inverse_mass_as_a_fixed_particle():
-    inv_mass = np.ones(20)
-    inv_mass[0] = 0.0
-    cloth = bare_cloth(inv_mass=inv_mass)
+    cloth = bare_cloth(inv_mass=ones_but(0, 0.0))
     assert cloth.inv_mass[0] == 0.0 and cloth.base_inv_mass[0] == 0.0
 
 
 def test_cloth_rejects_a_nan_inverse_mass():
-    inv_mass = np.ones(20)
-    inv_mass[3] = math.nan
     with pytest.raises(ValueError, match=r"Cloth\.inv_mass\[3\] = nan: must be finite"):
-        bare_cloth(inv_mass=inv_mass)
+        bare_cloth(inv_mass=ones_but(3, math.nan))
 
 
 # --- Cloth: triangles and links ---------------------------------------------------------------------------------

@@ -2,13 +2,12 @@
 fall, drag, held particles, centre of mass, hanging strain, bending pairs, refused steps."""
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
 import pytest
 
-from loom.components import BEND, SHEAR, STRETCH, Cloth, Gravity, Pin, VerletSettings
+from loom.components import BEND, SHEAR, STRETCH, Cloth, Gravity, VerletSettings
 from loom.engine import App, mesh
 
 G = 9.81
@@ -23,13 +22,11 @@ def particle(app: App, v0, drag: float = 1.0) -> Cloth:
     return cloth
 
 
-def hanging_sheet(app: App, n: int, **settings) -> tuple[Cloth, Pin]:
-    """A horizontal n×n, 1 m Verlet sheet pinned at its two far corners."""
-    sheet = mesh.grid(n, n, 1.0, 1.0, plane="xz")
-    cloth = Cloth.from_mesh(sheet, model="verlet", settings=VerletSettings(**settings))
-    pin = Pin.corners(sheet, "top")
-    app.spawn(cloth, pin)
-    return cloth, pin
+@pytest.fixture
+def hanging_sheet(pinned_sheet):
+    """Return ``hanging_sheet(app, n, **settings)``: a horizontal n×n, 1 m Verlet sheet (VerletSettings(**settings))
+    pinned at its two far corners; it returns (cloth, pin)."""
+    return lambda app, n, **settings: pinned_sheet(app, n, model="verlet", settings=VerletSettings(**settings))
 
 
 def test_free_fall_matches_verlets_closed_form_and_the_parabola(make_app):
@@ -74,7 +71,7 @@ def test_drag_keeps_drag_to_the_power_sixty_of_the_speed_per_second_at_any_subst
         f"kinetic energy ×{energy_ratio:.9f}, drag^120 = {drag ** 120:.9f}"
 
 
-def test_grabbed_particle_sits_exactly_on_its_target_while_the_cloth_is_yanked(make_app):
+def test_grabbed_particle_sits_exactly_on_its_target_while_the_cloth_is_yanked(make_app, hanging_sheet):
     app = make_app()
     cloth, pin = hanging_sheet(app, 16)
     app.step(10)
@@ -106,7 +103,7 @@ def test_internal_constraints_keep_the_centre_of_mass_of_a_crumpled_free_cloth(m
     assert strain < 0.01, f"after 1 s the edges are still {strain:.2%} off their rest length"
 
 
-def test_hanging_sheet_settles_within_stretch_max_up_to_the_relaxation_residual(make_app):
+def test_hanging_sheet_settles_within_stretch_max_up_to_the_relaxation_residual(make_app, hanging_sheet):
     # Gauss–Seidel passes in colour order move a correction one link per pass, so a 32×32 sheet
     # hanging from two corners keeps a residual stretch at the pins that falls as 1/(substeps ×
     # passes): measured 1.79 % at 16 × 8, 0.45 % at 16 × 32 and at 32 × 8. Drag 0.9 settles it in 3 s.
@@ -150,28 +147,19 @@ def test_bend_min_opens_a_sharp_crease_to_its_limit_and_no_further_below_it(make
     assert worst >= 0.9 - 1e-3, f"a bending pair is at {worst:.5f} × rest, bend_min 0.9"
 
 
-def test_refused_step_is_retried_from_its_own_start_and_costs_exactly_one_step(make_app):
-    logging.getLogger("loom.guard").setLevel(logging.ERROR)
-    runs = {}
-    for refuse in (False, True):
+def test_refused_step_is_retried_from_its_own_start_and_costs_exactly_one_step(make_app, hanging_sheet,
+                                                                                refusal_runs):
+    def scene() -> tuple[App, Cloth]:
         app = make_app(substeps=8)
-        cloth, _ = hanging_sheet(app, 8)
-        app.step(13)
-        if refuse:
-            cloth.force[5, 1] = np.nan                              # poisons this step only
-            app.step()
-            assert cloth.rejected_steps == 1
-        app.step(20)
-        runs[refuse] = cloth.x.copy()
+        return app, hanging_sheet(app, 8)[0]
+
+    runs = refusal_runs(scene, (5, 1))
     assert np.array_equal(runs[True], runs[False]), f"off by {np.abs(runs[True] - runs[False]).max():.2e} m"
 
 
-def test_default_verlet_sheet_hangs_from_its_pins_without_refused_steps(make_app):
+def test_default_verlet_sheet_hangs_from_its_pins_without_refused_steps(make_app, pinned_sheet):
     app = make_app()
-    sheet = mesh.grid(32, 32, 1.0, 1.0, center=(0.0, 1.0, 0.0), plane="xz")
-    cloth = Cloth.from_mesh(sheet, "cotton", model="verlet")
-    pin = Pin.corners(sheet, "top")
-    app.spawn(cloth, pin)
+    cloth, _ = pinned_sheet(app, 32, center=(0.0, 1.0, 0.0), material="cotton", model="verlet")
     app.step(60)
     report = app.report()
     assert report["rejected_steps"] == 0 and not report["nan"]

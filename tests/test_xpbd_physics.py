@@ -9,21 +9,12 @@ import pytest
 
 from loom.components import STRETCH, Cloth, ClothMaterial, Gravity, Pin, Transform
 from loom.components.cloth import dihedral_angles
-from loom.engine import App, mesh
+from loom.engine import mesh
 from loom.systems.xpbd import constraints
 from loom.systems.xpbd.constraints import _project_bend
 
 G = 9.81
 STILL = ClothMaterial(damping=0.0)
-
-
-def hanging_sheet(app: App, n: int = 32, **cloth_options) -> tuple[Cloth, Pin]:
-    """A horizontal n×n, 1 m sheet pinned at its two far corners; returns (cloth, pin)."""
-    sheet = mesh.grid(n, n, 1.0, 1.0, plane="xz")
-    cloth = Cloth.from_mesh(sheet, **cloth_options)
-    pin = Pin.corners(sheet, "top")
-    app.spawn(cloth, pin)
-    return cloth, pin
 
 
 def test_free_fall_matches_discrete_and_analytic_parabola(make_app):
@@ -70,9 +61,9 @@ def test_pendulum_period_is_within_one_percent_of_small_angle_formula(make_app):
     assert stretch < 1e-9, f"rod length off by {stretch:.2e} m with compliance 0"
 
 
-def test_32_sheet_settles_under_one_percent_strain_with_default_settings(make_app):
+def test_32_sheet_settles_under_one_percent_strain_with_default_settings(make_app, pinned_sheet):
     app = make_app()                                       # defaults: 1/60 s, 16 substeps, 2 sweeps, tethers
-    cloth, _ = hanging_sheet(app)
+    cloth, _ = pinned_sheet(app)
     peak = 0.0
     for _ in range(1800):                                  # fall, swing and settle for 30 s: a swing
         app.step()                                         # decays as exp(−damping·t/2), 0.5 1/s for cotton
@@ -85,9 +76,9 @@ def test_32_sheet_settles_under_one_percent_strain_with_default_settings(make_ap
     assert np.isfinite(cloth.x).all()
 
 
-def test_pinned_particles_sit_exactly_on_their_targets(make_app):
+def test_pinned_particles_sit_exactly_on_their_targets(make_app, pinned_sheet):
     app = make_app()
-    cloth, pin = hanging_sheet(app, n=16)
+    cloth, pin = pinned_sheet(app, n=16)
     for _ in range(20):
         app.step()
         assert np.array_equal(cloth.x[pin.index], pin.target), "pinned particle left its target"
@@ -116,9 +107,9 @@ def test_pin_attached_to_moving_transform_drags_cloth_along(make_app):
     assert cloth.strain(STRETCH).max() < 0.01
 
 
-def test_released_pin_lets_particle_fall_and_grab_restores_it(make_app):
+def test_released_pin_lets_particle_fall_and_grab_restores_it(make_app, pinned_sheet):
     app = make_app()
-    cloth, pin = hanging_sheet(app, n=8)
+    cloth, pin = pinned_sheet(app, n=8)
     app.step(30)
     pin.release(0)
     app.step(30)
@@ -147,17 +138,17 @@ def test_sag_of_compliant_sheet_is_independent_of_substep_count(make_app):
     assert abs(sags[4] / sags[16] - 1) < 0.05, f"sag {sags[4]:.5f} m at 4 substeps vs {sags[16]:.5f} m at 16"
 
 
-def test_two_runs_are_bit_identical(make_app):
+def test_two_runs_are_bit_identical(make_app, pinned_sheet):
     results = []
     for _ in range(2):
         app = make_app()
-        cloth, _ = hanging_sheet(app, n=24)
+        cloth, _ = pinned_sheet(app, n=24)
         app.step(90)
         results.append(cloth.x.copy())
     assert np.array_equal(results[0], results[1])
 
 
-def test_parallel_solver_matches_serial_bit_for_bit(make_app, monkeypatch):
+def test_parallel_solver_matches_serial_bit_for_bit(make_app, monkeypatch, pinned_sheet):
     # Colours share no particle, so splitting a colour over threads cannot change the result.
     out = {}
     previous = numba.get_num_threads()
@@ -166,7 +157,7 @@ def test_parallel_solver_matches_serial_bit_for_bit(make_app, monkeypatch):
             numba.set_num_threads(threads)
             monkeypatch.setattr(constraints, "PARALLEL_MIN_LINKS", 0)
             app = make_app()
-            cloth, _ = hanging_sheet(app, n=20, bend_model="dihedral")
+            cloth, _ = pinned_sheet(app, n=20, bend_model="dihedral")
             app.step(30)
             out[threads] = cloth.x.copy()
     finally:
@@ -190,12 +181,12 @@ def test_internal_constraints_keep_the_centre_of_mass_of_a_free_cloth(make_app):
     assert cloth.strain(STRETCH).max() < 0.02
 
 
-def test_tethers_hold_every_particle_near_rest_distance_of_its_anchors(make_app):
+def test_tethers_hold_every_particle_near_rest_distance_of_its_anchors(make_app, pinned_sheet):
     # A particle's two tethers are projected one after the other, nearest first, so the nearest
     # can be left a little violated; the last projected one holds exactly, and no particle may
     # stray beyond any tether by more than a third of the grid spacing (≈ 7 mm here).
     app = make_app(substeps=2)
-    cloth, pin = hanging_sheet(app, n=48, iterations=2)
+    cloth, pin = pinned_sheet(app, n=48, iterations=2)
     app.step(60)
     assert cloth.tether_anchor.size == 2 * (cloth.particle_count - 2)
     p = np.repeat(np.arange(cloth.particle_count), np.diff(cloth.tether_offsets))
@@ -206,24 +197,24 @@ def test_tethers_hold_every_particle_near_rest_distance_of_its_anchors(make_app)
     assert excess[last].max() <= 1e-12, "the last projected tether must hold exactly"
 
 
-def test_tethers_cure_super_elastic_sag_at_high_resolution(make_app):
+def test_tethers_cure_super_elastic_sag_at_high_resolution(make_app, pinned_sheet):
     # Provot 1995's super-elastic effect: few iterations on a fine sheet stretch it like rubber.
     stretch = {}
     for tethers in (False, True):
         app = make_app(substeps=4)
-        cloth, _ = hanging_sheet(app, n=48, tethers=tethers, iterations=3)
+        cloth, _ = pinned_sheet(app, n=48, tethers=tethers, iterations=3)
         app.step(90)
         stretch[tethers] = float(cloth.strain(STRETCH).max())
     assert stretch[False] > 0.05, f"expected visible super-elastic stretch, got {stretch[False]:.2%}"
     assert stretch[True] < stretch[False] / 4, f"tethers: {stretch[True]:.2%} vs {stretch[False]:.2%} without"
 
 
-def test_provot_strain_limit_caps_a_stretchy_cloth(make_app):
+def test_provot_strain_limit_caps_a_stretchy_cloth(make_app, pinned_sheet):
     stretch = {}
     for limit in (None, 0.1):
         app = make_app()
         material = ClothMaterial(density=2.0, stretch_compliance=0.05, shear_compliance=0.05, strain_limit=limit)
-        cloth, _ = hanging_sheet(app, n=16, material=material, tethers=False)
+        cloth, _ = pinned_sheet(app, n=16, material=material, tethers=False)
         app.step(120)
         stretch[limit] = float(cloth.strain(STRETCH).max())
     assert stretch[None] > 0.2, f"without the limit the rubber sheet should stretch far, got {stretch[None]:.2%}"
@@ -256,9 +247,9 @@ def test_dihedral_projection_is_a_newton_step_on_the_angle():
         assert np.abs(com - com0).max() < 1e-12, "bending moved the centre of mass"
 
 
-def test_dihedral_bending_sheet_hangs_without_stretch_or_nan(make_app):
+def test_dihedral_bending_sheet_hangs_without_stretch_or_nan(make_app, pinned_sheet):
     app = make_app()
-    cloth, _ = hanging_sheet(app, n=16, bend_model="dihedral")
+    cloth, _ = pinned_sheet(app, n=16, bend_model="dihedral")
     assert cloth.bend_quads.shape[0] > 0
     app.step(120)
     assert np.isfinite(cloth.x).all() and cloth.rejected_steps == 0

@@ -21,6 +21,8 @@ body bridge can push back (two-way coupling).
 from __future__ import annotations
 
 import math
+from types import FunctionType
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -30,7 +32,8 @@ from loom.components import Cloth, Collider, ColliderSet, Transform
 from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
                                  Prism, Sphere, TriangleMesh, rotation_to_quaternion)
 from loom.engine import App
-from loom.systems.shared.shapes import basic_sdf, is_basic, pose, sdf
+from loom.systems.shared.held import hold
+from loom.systems.shared.shapes import Shapes, basic_sdf, is_basic, pose, sdf
 
 CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
@@ -108,6 +111,9 @@ def gather_colliders(app: App, dt: float) -> None:
     else:
         packed.impulse = np.zeros((k, 3))
         packed.impulse_point = np.zeros((k, 4))
+    shapes = Shapes(kind, params, packed.polygons, mesh, *packed.mesh_arrays)
+    app.init_resource(ContactScratch).colliders = hold(Colliders(shapes, margin, friction, pose0, pose1, packed.impulse,
+                                                                 packed.impulse_point))
 
 
 def _report_new_contacts(app: App, packed: ColliderSet) -> None:
@@ -127,7 +133,6 @@ def collide_environment(app: App, h: float) -> None:
     clock = app.clock
     a0 = clock.substep_index / clock.substeps
     a1 = (clock.substep_index + 1) / clock.substeps
-    mv, mt, minfo, mcell, mcelltri = packed.mesh_arrays
     scratch = app.init_resource(ContactScratch)
     scratch.fit(packed.count)
     parallel = numba.get_num_threads() > 1
@@ -136,32 +141,91 @@ def collide_environment(app: App, h: float) -> None:
             continue
         m = cloth.material
         kernel = _collide_parallel if parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES else _collide_serial
-        kernel(packed.kind, packed.params, packed.margin, packed.friction, packed.pose0, packed.pose1, a0, a1,
-               packed.polygons, packed.mesh, mv, mt, minfo, mcell, mcelltri,
-               m.thickness, m.friction, cloth.mass, cloth.inv_mass, 1.0 / h, cloth.x_prev, cloth.x,
-               packed.impulse, packed.impulse_point, *scratch.arrays)
+        kernel(scratch.colliders, scratch.frames, a0, a1, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
+               cloth.x_prev, cloth.x)
+
+
+class Colliders(NamedTuple):
+    """The contact kernel's view of the ColliderSet for one step (k colliders; held by ``gather_colliders``)."""
+
+    shapes: Shapes
+    """Kinds, sizes, prism outlines and meshes, as ``shapes.sdf`` reads them."""
+    margin: np.ndarray
+    """Collider thickness, (k,) [m]."""
+    friction: np.ndarray
+    """Friction coefficient, (k,) [-]."""
+    pose0: np.ndarray
+    """Pose at the start of the step, (k, 7): quaternion (w, x, y, z), position [m]."""
+    pose1: np.ndarray
+    """Pose at the end of the step, (k, 7)."""
+    impulse: np.ndarray
+    """Momentum the cloth gave each collider this step, (k, 3) [N·s] (accumulated)."""
+    impulse_point: np.ndarray
+    """Σ|j|·(contact point) (3) [N·s·m] and Σ|j| [N·s] per collider, (k, 4) (accumulated)."""
+
+
+class Frames(NamedTuple):
+    """The contact kernel's per-collider work arrays (``ContactScratch``), written each substep."""
+
+    rot0: np.ndarray
+    """Rotation at the substep's start, (k, 3, 3)."""
+    rot1: np.ndarray
+    """Rotation at the substep's end, (k, 3, 3)."""
+    pos0: np.ndarray
+    """Position at the substep's start, (k, 3) [m]."""
+    pos1: np.ndarray
+    """Position at the substep's end, (k, 3) [m]."""
+    bound: np.ndarray
+    """Bounding-ball radius of the shape, (k,) [m] (0: unbounded)."""
+    motion: np.ndarray
+    """Upper bound on how far a point of the surface moves in the substep, (k,) [m]."""
+    near: np.ndarray
+    """Indices of the colliders near the cloth, (k,) int64 (a prefix is used)."""
+    acc: np.ndarray
+    """Each particle range's momentum per collider, (CHUNKS, k, 7): impulse (3), impulse_point (4)."""
+    distances: np.ndarray
+    """Each particle range's signed distance [m] and normal, (CHUNKS, 4)."""
+
+
+class Particles(NamedTuple):
+    """One cloth's arrays and material, as the contact kernel reads them."""
+
+    x_prev: np.ndarray
+    """Positions at the substep's start, (n, 3) [m]."""
+    x: np.ndarray
+    """Positions at its end, (n, 3) [m]: written."""
+    mass: np.ndarray
+    """(n,) [kg]."""
+    inv_mass: np.ndarray
+    """(n,) [1/kg]; 0: pinned, not moved."""
+    thickness: float
+    """Cloth thickness [m]."""
+    friction: float
+    """Cloth friction coefficient [-]."""
 
 
 class ContactScratch:
     """Resource: the contact kernel's per-collider work arrays, reallocated only when the collider count
-    changes (the substep's hot path allocates nothing)."""
+    changes (the substep's hot path allocates nothing), and this step's colliders, held for the kernel."""
 
     def __init__(self) -> None:
-        self.arrays: tuple[np.ndarray, ...] = ()
+        self.frames = None
+        """The held ``Frames``."""
+        self.colliders = None
+        """The held ``Colliders`` of this step (``gather_colliders``)."""
         self.count = -1
 
     def fit(self, k: int) -> None:
-        """Size the arrays for k colliders: rot0, rot1, pos0, pos1, bound, motion, near, acc, distances."""
+        """Size the work arrays (``Frames``) for k colliders."""
         if k != self.count:
             self.count = k
-            self.arrays = (np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
-                           np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
-                           np.zeros((CHUNKS, 4)))
+            self.frames = hold(Frames(np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
+                                      np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
+                                      np.zeros((CHUNKS, 4))))
 
 
 def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
-    """Concatenate the meshes' vertices, triangles and grids; info rows: origin (3), cell, shape (3),
-    first triangle, first cell_start row, first cell_triangles row."""
+    """Concatenate the meshes' vertices, triangles and grids: ``Shapes``' mv, mt, minfo, mcell, mcelltri."""
     if not meshes:
         return (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
                 np.zeros(0, np.int32))
@@ -184,11 +248,15 @@ def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
 
 # --- kernels --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion):
-    """Write the collider poses at the substep's start and end (rotations rot0, rot1 (k, 3, 3), positions
-    pos0, pos1 (k, 3)), each shape's bounding-ball radius [m] (0: unbounded) into bound (k,) and an
-    upper bound on how far any point of its surface moves in the substep [m] into motion (k,), shared
-    by every particle range (scratch arrays of ``ContactScratch``: nothing is allocated per substep)."""
+def _prepare(colliders, frames, a0, a1):
+    """Write the collider poses at the substep's start and end (fractions a0, a1 of the step), each
+    shape's bounding-ball radius [m] (0: unbounded) and an upper bound on how far any point of its
+    surface moves in the substep [m] into ``frames`` (a ``Frames``), shared by every particle range
+    (scratch arrays of ``ContactScratch``: nothing is allocated per substep)."""
+    kind, params, polygons = colliders.shapes.kind, colliders.shapes.params, colliders.shapes.polygons
+    pose0, pose1 = colliders.pose0, colliders.pose1
+    rot0, rot1, pos0, pos1, bound, motion = frames.rot0, frames.rot1, frames.pos0, frames.pos1, frames.bound, \
+        frames.motion
     k = kind.shape[0]
     for c in range(k):
         pose(pose0, pose1, c, a0, rot0[c], pos0[c])
@@ -217,12 +285,14 @@ def _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos
 
 
 @numba.njit(cache=True)
-def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near):
+def _near_colliders(cloth, margin, frames):
     """Indices of the colliders whose bounding ball, grown by the contact reach and its motion this
     substep, touches the box around the free particles' substep paths; colliders without a bound
     (planes, meshes) always. A cape among a level's platforms meets one or two of them: testing
-    every particle against each measured 0.44 of the cape game's 1.3 ms frame. Writes them to near
-    (k,) and returns the view of the ones written."""
+    every particle against each measured 0.44 of the cape game's 1.3 ms frame. Writes them to
+    frames.near (k,) and returns the view of the ones written. cloth: ``Particles``; margin (k,) [m]."""
+    x_prev, x, inv_mass = cloth.x_prev, cloth.x, cloth.inv_mass
+    pos1, bound, motion, near = frames.pos1, frames.bound, frames.motion, frames.near
     lox = loy = loz = np.inf
     hix = hiy = hiz = -np.inf
     for p in range(x.shape[0]):
@@ -238,7 +308,7 @@ def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion,
             gy = max(loy - pos1[c, 1], pos1[c, 1] - hiy, 0.0)
             gz = max(loz - pos1[c, 2], pos1[c, 2] - hiz, 0.0)
             gap2 = gx * gx + gy * gy + gz * gz
-            radius = bound[c] + thickness + margin[c] + motion[c]
+            radius = bound[c] + cloth.thickness + margin[c] + motion[c]
             if gap2 > radius * radius:
                 continue
         near[count] = c
@@ -247,16 +317,21 @@ def _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion,
 
 
 @numba.njit(cache=True)
-def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri,
-                   rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev,
-                   x, acc, distances):
+def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     """Contacts of the particles of range ``chunk`` (of CHUNKS) against the colliders ``near`` the
-    cloth: writes their x and adds the momentum they give each collider to acc[chunk] (k, 7);
-    distances (CHUNKS, 4) holds each range's signed distance and normal."""
+    cloth: writes their x and adds the momentum they give each collider to frames.acc[chunk] (k, 7);
+    frames.distances (CHUNKS, 4) holds each range's signed distance and normal. colliders and frames:
+    the held ``Colliders`` and ``Frames``; cloth: ``Particles``; inv_h [1/s]."""
+    col = colliders.value
+    shapes, margin, friction = col.shapes, col.margin, col.friction
+    kind, params = shapes.kind, shapes.params
+    f = frames.value
+    rot0, rot1, pos0, pos1, bound, motion, acc = f.rot0, f.rot1, f.pos0, f.pos1, f.bound, f.motion, f.acc
+    x_prev, x, mass, inv_mass = cloth.x_prev, cloth.x, cloth.mass, cloth.inv_mass
     n = x.shape[0]
-    sd = distances[chunk]
+    sd = f.distances[chunk]
     for c in near:                  # colliders outside: particles are independent, so the order of
-        reach = thickness + margin[c]       # the loops changes nothing but the cost of the views
+        reach = cloth.thickness + margin[c]     # the loops changes nothing but the cost of the views
         r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
         for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
             if inv_mass[p] == 0.0:
@@ -267,7 +342,7 @@ def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_i
             lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
             swept = False
             kc, pa, pb, pc = kind[c], params[c, 0], params[c, 1], params[c, 2]
-            basic = is_basic(kc)
+            basic = is_basic(kc)           # basic shapes: basic_sdf on scalars (shapes.sdf's docstring)
             # relative motion this substep bounds how far the path can reach: far particles skip early
             moved = math.sqrt((x[p, 0] - x_prev[p, 0]) ** 2 + (x[p, 1] - x_prev[p, 1]) ** 2
                               + (x[p, 2] - x_prev[p, 2]) ** 2) + motion[c]
@@ -279,7 +354,7 @@ def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_i
             if basic:
                 sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
             else:
-                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+                sdf(shapes, c, lx, ly, lz, sd)
             # fast relative motion (particle plus collider moved more than the margin): sweep the path
             if kc != MESH and kc != PLANE and moved > reach:
                 sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
@@ -293,7 +368,7 @@ def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_i
                     if basic:
                         sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, sx, sy, sz)
                     else:
-                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, sx, sy, sz, sd)
+                        sdf(shapes, c, sx, sy, sz, sd)
                     heading = sd[1] * (lx - sx) + sd[2] * (ly - sy) + sd[3] * (lz - sz)
                     # it started outside the shape itself, and not on the margin moving away
                     if sd[0] > 0.0 and (sd[0] - reach > 1e-9 or heading < 0.0):
@@ -309,8 +384,7 @@ def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_i
                             if basic:
                                 sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, mx, my, mz)
                             else:
-                                sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, mx, my, mz,
-                                    sd)
+                                sdf(shapes, c, mx, my, mz, sd)
                         if t < 1.0:                  # hit: keep the rest of the path, minus its
                             hx = sx + t * (lx - sx)      # component into the surface (slide along it)
                             hy = sy + t * (ly - sy)
@@ -326,7 +400,7 @@ def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_i
                     if basic:
                         sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
                     else:
-                        sdf(kind, params, c, polygons, mesh_id, mv, mt, minfo, mcell, mcelltri, lx, ly, lz, sd)
+                        sdf(shapes, c, lx, ly, lz, sd)
             if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
                 continue
             depth = max(reach - sd[0], 0.0)
@@ -352,7 +426,7 @@ def _collide_range(chunk, near, kind, params, margin, friction, polygons, mesh_i
             tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
             slip = math.sqrt(tx * tx + ty * ty + tz * tz)
             if slip > 1e-15:
-                mu = math.sqrt(cloth_friction * friction[c])
+                mu = math.sqrt(cloth.friction * friction[c])
                 cf = 1.0 if slip <= mu * max(push, 0.0) else mu * max(push, 0.0) / slip
                 wx -= cf * tx
                 wy -= cf * ty
@@ -382,40 +456,39 @@ def _reduce(acc, impulse, impulse_point):
                 impulse_point[c, a] += acc[chunk, c, 3 + a]
 
 
-@numba.njit(cache=True)
-def _collide_serial(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo, mcell,
-                    mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse, impulse_point,
-                    rot0, rot1, pos0, pos1, bound, motion, near, acc, distances):
+def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_mass, x_prev, x):
     """Continuous collision, contact and friction of every free particle against every collider.
 
-    Colliders as packed in ColliderSet; a0, a1 the substep's start and end as fractions of the step;
-    thickness [m] and friction [-] of the cloth; mass (n,) [kg]; inv_h [1/s]. Writes x (n, 3) [m]
-    and accumulates the momentum given to each collider in impulse (k, 3) [N·s], impulse_point (k, 4).
+    colliders and frames: the held ``Colliders`` of the step and ``Frames`` (scratch); a0, a1 the
+    substep's start and end as fractions of the step; inv_h [1/s]; thickness [m] and friction [-] of
+    the cloth; mass, inv_mass (n,); x_prev, x (n, 3) [m]. Writes x and accumulates the momentum given
+    to each collider in colliders' impulse (k, 3) [N·s] and impulse_point (k, 4).
 
     Particles are independent, so they are split into CHUNKS fixed ranges, each summing its own
-    impulses, added up in range order afterwards: ``_collide_parallel`` (its twin) runs the ranges
-    on all threads with the same result (the n = 128 drape spent 13 ms of a 76 ms step here,
-    serially); small cloths stay serial, where thread start-up costs more than it saves."""
-    _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion)
-    close = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near)
+    impulses, added up in range order afterwards: the same result whether the ranges run in turn or
+    on all threads. One source, compiled twice (below): ``_collide_parallel`` runs the ranges on all
+    threads (the n = 128 drape spent 13 ms of a 76 ms step here, serially), ``_collide_serial``, the
+    same code without ``parallel``, runs them in turn, for small cloths, where thread start-up costs
+    more than it saves (``PARALLEL_MIN_PARTICLES``)."""
+    col, f = colliders.value, frames.value
+    cloth = Particles(x_prev, x, mass, inv_mass, thickness, friction)
+    _prepare(col, f, a0, a1)
+    close = _near_colliders(cloth, col.margin, f)
+    acc = f.acc
     acc[:] = 0.0
-    for chunk in range(CHUNKS):
-        _collide_range(chunk, close, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell,
-                       mcelltri, rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass,
-                       inv_h, x_prev, x, acc, distances)
-    _reduce(acc, impulse, impulse_point)
+    for chunk in prange(CHUNKS):         # a prange body takes the held structs (shared.held)
+        _collide_range(chunk, close, colliders, frames, cloth, inv_h)
+    _reduce(acc, col.impulse, col.impulse_point)
 
 
-@numba.njit(cache=True, parallel=True)
-def _collide_parallel(kind, params, margin, friction, pose0, pose1, a0, a1, polygons, mesh_id, mv, mt, minfo,
-                      mcell, mcelltri, thickness, cloth_friction, mass, inv_mass, inv_h, x_prev, x, impulse,
-                      impulse_point, rot0, rot1, pos0, pos1, bound, motion, near, acc, distances):
-    """Twin of ``_collide_serial`` with the particle ranges on all threads (same result, bit for bit)."""
-    _prepare(kind, params, pose0, pose1, a0, a1, polygons, rot0, rot1, pos0, pos1, bound, motion)
-    close = _near_colliders(x_prev, x, inv_mass, thickness, margin, pos1, bound, motion, near)
-    acc[:] = 0.0
-    for chunk in prange(CHUNKS):
-        _collide_range(chunk, close, kind, params, margin, friction, polygons, mesh_id, mv, mt, minfo, mcell,
-                       mcelltri, rot0, rot1, pos0, pos1, bound, motion, thickness, cloth_friction, mass, inv_mass,
-                       inv_h, x_prev, x, acc, distances)
-    _reduce(acc, impulse, impulse_point)
+def _compiled(py_func, name: str, **options) -> numba.core.registry.CPUDispatcher:
+    """``py_func`` compiled by numba (cached) under the name ``name``: numba's on-disk cache files a
+    kernel by its qualified name, not by its options, so two builds of one source need names of their own."""
+    func = FunctionType(py_func.__code__, py_func.__globals__, name, py_func.__defaults__, py_func.__closure__)
+    func.__qualname__ = name
+    func.__doc__ = py_func.__doc__
+    return numba.njit(cache=True, **options)(func)
+
+
+_collide_serial = _compiled(_collide, "_collide_serial")
+_collide_parallel = _compiled(_collide, "_collide_parallel", parallel=True)

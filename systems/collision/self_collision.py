@@ -38,6 +38,7 @@ cloth's non-incident triangles as well.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -45,6 +46,7 @@ from numba import prange
 
 from loom.components import Cloth
 from loom.engine import App
+from loom.systems.shared.held import hold
 
 CHUNKS = 64
 """Fixed particle ranges of the pass (the same on any thread count: the same result)."""
@@ -113,6 +115,8 @@ class SelfCollisionBuffers:
         self.push = self.slip = np.zeros((0, 3))
         self.first_slot = self.last_slot = np.zeros(CHUNKS, np.int64)
         self.count = np.zeros(0, np.int32)
+        self.held = None
+        """The arrays above as ``_pass`` takes them (a held ``Buffers``), made again whenever they are."""
 
 
 def collide_self(app: App, h: float) -> None:
@@ -134,11 +138,8 @@ def collide_self(app: App, h: float) -> None:
             inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]] = c.inv_mass
     b = buffers
     while True:
-        status = _pass(x, x_prev, b.rest, b.cloth, inv_mass, b.thickness, b.thickest, CLAMP, SKIN * b.thickest,
-                     b.friction, REBUILD_FRACTION * x.shape[0], b.stale, b.built, b.box, b.drift, b.moved, b.escapees,
-                     b.escapee_count, b.builds, b.bucket, b.lane_list, b.lane_count, b.table, b.entries, b.keys, b.xs,
-                     b.cell_of, b.pairs, b.gap2, b.first_pair, b.last_pair, b.escapee_table, b.escapee_entries,
-                     b.escapee_keys, b.escapee_xs, b.pair, b.push, b.slip, b.first_slot, b.last_slot)
+        status = _pass(x, x_prev, inv_mass, b.held, b.thickest, SKIN * b.thickest, CLAMP, REBUILD_FRACTION * x.shape[0],
+                       b.stale)
         if status == 0:
             break
         if status == 1:                                # the pair list ran out: grow it, build again
@@ -205,6 +206,7 @@ def _allocate_pairs(buffers: SelfCollisionBuffers, per_particle: int) -> None:
     buffers.pairs = np.zeros((slots, 2), np.int32)
     buffers.gap2 = np.zeros(slots)
     buffers.last_pair = buffers.first_pair.copy()
+    _hold(buffers)
 
 
 def _allocate_contacts(buffers: SelfCollisionBuffers, per_particle: int) -> None:
@@ -214,6 +216,128 @@ def _allocate_contacts(buffers: SelfCollisionBuffers, per_particle: int) -> None
     buffers.push = np.zeros((slots, 3))
     buffers.slip = np.zeros((slots, 3))
     buffers.last_slot = buffers.first_slot.copy()
+    _hold(buffers)
+
+
+def _hold(b: SelfCollisionBuffers) -> None:
+    """Hold the buffers' arrays for ``_pass`` (after any of them was made anew)."""
+    b.held = hold(Buffers(b.rest, b.cloth, b.thickness, b.friction, b.builds,
+                          Build(b.built, b.cell_of, b.bucket, b.lane_list, b.lane_count),
+                          Hash(b.table, b.entries, b.keys, b.xs),
+                          Escapees(b.moved, b.escapees, b.escapee_count, b.box, b.drift),
+                          Hash(b.escapee_table, b.escapee_entries, b.escapee_keys, b.escapee_xs),
+                          PairList(b.pairs, b.gap2, b.first_pair, b.last_pair),
+                          Contacts(b.pair, b.push, b.slip, b.first_slot, b.last_slot)))
+
+
+class Particles(NamedTuple):
+    """The packed particles of every self-colliding cloth (n of them), as the kernels read them."""
+
+    x: np.ndarray
+    """Positions at the end of the substep, (n, 3) [m]: clamped and separated."""
+    x_prev: np.ndarray
+    """Positions at its start, (n, 3) [m]."""
+    inv_mass: np.ndarray
+    """(n,) [1/kg]; 0: pinned or grabbed, not moved."""
+    rest: np.ndarray
+    """Rest positions, (n, 3) [m] (mesh neighbours' gaps, ``_gap2``)."""
+    cloth: np.ndarray
+    """Which cloth each particle is of, (n,) int32."""
+    thickness: np.ndarray
+    """Its cloth's thickness, (n,) [m]."""
+    friction: np.ndarray
+    """Its cloth's friction between layers, (n,) [-] (at most 1)."""
+
+
+class Build(NamedTuple):
+    """The particles as the pair list was last built: where, in which cell and bucket, in which lane."""
+
+    built: np.ndarray
+    """Positions at the build, (n, 3) [m]."""
+    cell_of: np.ndarray
+    """Grid cell at the build, (n, 3) int32."""
+    bucket: np.ndarray
+    """Hash bucket of that cell, (n,) int32."""
+    lane_list: np.ndarray
+    """Each lane's particles, listed per chunk from the chunk's first particle, (LANES, n) int32."""
+    lane_count: np.ndarray
+    """How many each chunk listed in each lane, (CHUNKS, LANES) int64."""
+
+
+class Hash(NamedTuple):
+    """A counting-sorted spatial hash: bucket b holds entries[table[b]: table[b + 1]] (``_sort_lane``)."""
+
+    table: np.ndarray
+    """Bucket starts, (size + 1,) int32, size a power of two."""
+    entries: np.ndarray
+    """The particles, bucket by bucket, (n,) int32."""
+    keys: np.ndarray
+    """Each entry's packed cell (``_cell_key``), (n,) int64."""
+    xs: np.ndarray
+    """Each entry's position as hashed, (n, 3) [m] (read in sequence by the scans)."""
+
+
+class Escapees(NamedTuple):
+    """The particles that drifted more than half the skin since the build, and the drift they are measured by."""
+
+    moved: np.ndarray
+    """Escaped, (n,) bool."""
+    listed: np.ndarray
+    """The escapees, each chunk's from its first particle on, (n,) int32."""
+    count: np.ndarray
+    """How many each chunk listed, (CHUNKS,) int64."""
+    box: np.ndarray
+    """Each chunk's bounds of the motions since the build, (CHUNKS, 6) [m]: low x, y, z, high x, y, z."""
+    drift: np.ndarray
+    """The common drift escapees are measured against, and the last pass's measured drift, (2, 3) [m]."""
+
+
+class PairList(NamedTuple):
+    """The pairs closer than the reach at the build, in fixed slots per chunk."""
+
+    pairs: np.ndarray
+    """(slots, 2) int32."""
+    gap2: np.ndarray
+    """Each pair's squared gap, (slots,) [m²] (``_gap2``, fixed at the build)."""
+    first: np.ndarray
+    """Each chunk's first slot, (CHUNKS,) int64."""
+    last: np.ndarray
+    """The slot after each chunk's last pair, (CHUNKS,) int64."""
+
+
+class Contacts(NamedTuple):
+    """The contacts of a pass, in fixed slots per chunk (``_write_contact``)."""
+
+    pair: np.ndarray
+    """The two particles, (slots, 2) int32."""
+    push: np.ndarray
+    """Separation per unit inverse mass, (slots, 3) [m·kg]."""
+    slip: np.ndarray
+    """Friction pull on the first particle's motion, (slots, 3) [m]."""
+    first: np.ndarray
+    """Each chunk's first slot, (CHUNKS,) int64."""
+    last: np.ndarray
+    """The slot after each chunk's last contact, (CHUNKS,) int64 (−1 while a chunk has run out)."""
+
+
+class Buffers(NamedTuple):
+    """Everything ``_pass`` keeps between passes (held once per allocation: ``_hold``)."""
+
+    rest: np.ndarray
+    cloth: np.ndarray
+    thickness: np.ndarray
+    friction: np.ndarray
+    """rest … friction: as in ``Particles``."""
+    builds: np.ndarray
+    """Builds of the pair list so far, (1,) int64."""
+    build: Build
+    hash: Hash
+    """The build's hash of every particle, at its built position."""
+    escapees: Escapees
+    escapee_hash: Hash
+    """The escapees' hash at their present positions (a prefix of its table; ``_hash_escapees``)."""
+    pairs: PairList
+    contacts: Contacts
 
 
 # --- kernels --------------------------------------------------------------------------------------
@@ -244,13 +368,14 @@ def _cell_key(ix, iy, iz):
 
 
 @numba.njit(cache=True)
-def _clamp_and_flag(chunk, lo, hi, x, x_prev, inv_mass, thickness, fraction, built, drift, half_skin2, box, moved,
-                    escapees):
+def _clamp_and_flag(chunk, lo, hi, particles, fraction, half_skin2, built, escapees):
     """For particles lo … hi−1 (chunk ``chunk``): clamp the substep's motion to fraction × thickness
     (anti-tunnelling; pinned and grabbed particles, of inverse mass 0, go where they are told);
-    flag those that moved more than half the skin from where they were built, besides the common
-    ``drift``, and list them from escapees[lo] (return how many); bound the motions since the
-    build in box[chunk] (low x, y, z, high x, y, z), for the next pass's drift."""
+    flag those that moved more than half the skin (half_skin2 its square [m²]) from where they were
+    built, besides the common ``escapees.drift``, and list them from escapees.listed[lo] (return how
+    many); bound the motions since the build in escapees.box[chunk], for the next pass's drift."""
+    x, x_prev, inv_mass, thickness = particles.x, particles.x_prev, particles.inv_mass, particles.thickness
+    box, drift, moved, listed = escapees.box, escapees.drift, escapees.moved, escapees.listed
     for c in range(3):
         box[chunk, c] = np.inf
         box[chunk, 3 + c] = -np.inf
@@ -275,7 +400,7 @@ def _clamp_and_flag(chunk, lo, hi, x, x_prev, inv_mass, thickness, fraction, bui
             away += (m - drift[0, c]) ** 2
         moved[p] = away > half_skin2
         if away > half_skin2:
-            escapees[lo + count] = p
+            listed[lo + count] = p
             count += 1
     return count
 
@@ -296,9 +421,11 @@ def _next_drift(box, drift):
 
 
 @numba.njit(cache=True)
-def _locate(chunk, lo, hi, x, cell, built, cell_of, bucket, lane_list, lane_count, size):
+def _locate(chunk, lo, hi, x, cell, build, size):
     """For particles lo … hi−1 (chunk ``chunk``) at a rebuild: keep the position as built, find the
-    grid cell and hash bucket, and list the particle under its lane (bucket range), in order."""
+    grid cell (of ``cell`` [m]) and hash bucket (of ``size``), and list the particle under its lane
+    (bucket range), in order; all in ``build`` (a ``Build``)."""
+    built, cell_of, bucket, lane_list, lane_count = build
     lanes = lane_count.shape[1]
     for lane in range(lanes):
         lane_count[chunk, lane] = 0
@@ -314,14 +441,16 @@ def _locate(chunk, lo, hi, x, cell, built, cell_of, bucket, lane_list, lane_coun
 
 
 @numba.njit(cache=True)
-def _sort_lane(lane, x, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs):
-    """Counting-sort the particles of one lane into its buckets: bucket b holds entries[table[b]:
-    table[b + 1]], with each entry's packed cell in keys and its position in xs (bucket order, so
-    the scans read them in sequence).
+def _sort_lane(lane, build, hash_):
+    """Counting-sort the particles of one lane (of ``build``) into its buckets of ``hash_``: bucket b
+    holds entries[table[b]: table[b + 1]], with each entry's packed cell in keys and its built
+    position in xs (bucket order, so the scans read them in sequence).
 
     The lane writes table[b + 1] for its buckets only: counts, then starts (the prefix sum, from the
     particles of the lanes before), then, advanced by the fill, ends; so table[b] is bucket b's start
     when every lane is done, with no copy and no lane touching another's slots."""
+    x, cell_of, bucket, lane_list, lane_count = build
+    table, entries, keys, xs = hash_
     n = x.shape[0]
     size = table.shape[0] - 1
     lanes = lane_count.shape[1]
@@ -376,10 +505,11 @@ the four rows after it. Every pair of particles lies in the forward half of exac
 
 
 @numba.njit(cache=True)
-def _find_pairs(lo, hi, reach2, table, entries, keys, xs, cell_of, built, pairs, first, last):
-    """List the pairs (p, q), p in lo … hi−1, closer than the reach at the build, each once (q in
-    p's forward half-shell), in pairs[first …]; return the slot after the last, or −1 if ``last``
-    was reached (the caller grows the list and builds again).
+def _find_pairs(lo, hi, reach2, hash_, build, pairs, first, last):
+    """List the pairs (p, q), p in lo … hi−1, closer than the reach (reach2 its square [m²]) at the
+    build, each once (q in p's forward half-shell), in pairs[first …] from the build's ``hash_``;
+    return the slot after the last, or −1 if ``last`` was reached (the caller grows the list and
+    builds again).
 
     The cost is the scan of the candidates (23 per particle in the n = 128 drape, for 4.7 listed):
     a row of cells is consecutive buckets (HASH_X = 1), read as one range that holds almost only
@@ -388,6 +518,8 @@ def _find_pairs(lo, hi, reach2, table, entries, keys, xs, cell_of, built, pairs,
     compare of packed cell keys, positions are read from the bucket-ordered copy xs, and every
     candidate is written with no branch, the slot advancing only for the listed (2.9 → 2.4 ms on
     one thread: a close candidate is a coin toss for the branch predictor)."""
+    table, entries, keys, xs = hash_
+    cell_of, built = build.cell_of, build.built
     size = table.shape[0] - 1
     mask = size - 1
     slot = first
@@ -432,13 +564,16 @@ def _gap2(p, q, rest, cloth, thickness):
 
 
 @numba.njit(cache=True, inline="always")
-def _write_contact(p, q, dx, dy, dz, d2, gap, x, x_prev, inv_mass, friction, pair, push, slip, slot):
+def _write_contact(p, q, dx, dy, dz, d2, gap, particles, contacts, slot):
     """Write the contact of p and q, closer than their ``gap`` (dx … = x_p − x_q, d2 its square
-    length), to ``slot``; return the next free slot (the same if neither can move or they coincide).
+    length), to ``slot`` of ``contacts``; return the next free slot (the same if neither can move or
+    they coincide).
 
     push is the pair's separation per unit inverse mass ((gap − d) / d / (w_p + w_q) × (x_p − x_q):
     p moves by w_p × push, q by −w_q × push); slip the friction pull on p's motion over the substep
     toward q's (f × (Δx_q − Δx_p), q gets the opposite)."""
+    x, x_prev, inv_mass, friction = particles.x, particles.x_prev, particles.inv_mass, particles.friction
+    pair, push, slip = contacts.pair, contacts.push, contacts.slip
     w = inv_mass[p] + inv_mass[q]
     if w == 0.0 or d2 < 1e-24:
         return slot
@@ -453,8 +588,9 @@ def _write_contact(p, q, dx, dy, dz, d2, gap, x, x_prev, inv_mass, friction, pai
 
 
 @numba.njit(cache=True)
-def _pair_gaps(first, last, pairs, rest, cloth, thickness, gap2):
-    """The squared gap of each listed pair, fixed at the build."""
+def _pair_gaps(first, last, pairs, gap2, particles):
+    """The squared gap of each listed pair first … last−1, fixed at the build."""
+    rest, cloth, thickness = particles.rest, particles.cloth, particles.thickness
     for k in range(first, last):
         gap2[k] = _gap2(pairs[k, 0], pairs[k, 1], rest, cloth, thickness)
 
@@ -464,14 +600,15 @@ LIST_BLOCK = 256
 
 
 @numba.njit(cache=True)
-def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pair, push, slip, slot, last_slot):
-    """Contacts among the listed pairs first … last−1, written from ``slot``; return the slot after
-    the last, or −1 if ``last_slot`` was reached.
+def _listed_contacts(first, last, pair_list, particles, contacts, slot, last_slot):
+    """Contacts among the listed pairs first … last−1, written to ``contacts`` from ``slot``; return
+    the slot after the last, or −1 if ``last_slot`` was reached.
 
     Block by block, the list indices of the pairs closer than their gap are first copied to the
     free contact slots without a branch (every index is written, the slot advances if the pair
     touches: about one in ten does, at random, a branch mispredicted every other time), then each
     is measured and written over its index."""
+    pairs, gap2, x, pair = pair_list.pairs, pair_list.gap2, particles.x, contacts.pair
     for block in range(first, last, LIST_BLOCK):
         end = min(block + LIST_BLOCK, last)
         if slot + end - block > last_slot:
@@ -490,16 +627,19 @@ def _listed_contacts(first, last, pairs, gap2, x, x_prev, inv_mass, friction, pa
             dx = x[p, 0] - x[q, 0]
             dy = x[p, 1] - x[q, 1]
             dz = x[p, 2] - x[q, 2]
-            slot = _write_contact(p, q, dx, dy, dz, dx * dx + dy * dy + dz * dz, math.sqrt(gap2[k]), x, x_prev,
-                                  inv_mass, friction, pair, push, slip, slot)
+            slot = _write_contact(p, q, dx, dy, dz, dx * dx + dy * dy + dz * dz, math.sqrt(gap2[k]), particles,
+                                  contacts, slot)
     return slot
 
 
 @numba.njit(cache=True)
-def _hash_escapees(escapee_count, escapees, n, x, cell, table, entries, keys, xs):
-    """Counting-sort the escapees at their present positions into a table of about 16 buckets per
-    escapee (a prefix of ``table``, a power of two plus one long), the layout of ``_sort_lane``;
+def _hash_escapees(escapees, x, cell, hash_):
+    """Counting-sort the escapees at their present positions x into ``hash_``, with about 16 buckets
+    per escapee (a prefix of its table, a power of two plus one long), the layout of ``_sort_lane``;
     return its size. Serial: there are few escapees (more, and the list is rebuilt)."""
+    escapee_count, listed = escapees.count, escapees.listed
+    table, entries, keys, xs = hash_
+    n = x.shape[0]
     chunks = escapee_count.shape[0]
     total = 0
     for chunk in range(chunks):
@@ -511,7 +651,7 @@ def _hash_escapees(escapee_count, escapees, n, x, cell, table, entries, keys, xs
     for chunk in range(chunks):
         lo = chunk * n // chunks
         for k in range(escapee_count[chunk]):
-            p = escapees[lo + k]
+            p = listed[lo + k]
             table[_cell_hash(int(math.floor(x[p, 0] / cell)), int(math.floor(x[p, 1] / cell)),
                              int(math.floor(x[p, 2] / cell)), size)] += 1
     for b in range(1, size):                  # table[b]: the end of bucket b
@@ -520,7 +660,7 @@ def _hash_escapees(escapee_count, escapees, n, x, cell, table, entries, keys, xs
     for chunk in range(chunks):               # filled from each bucket's end: table[b] ends at its start
         lo = chunk * n // chunks
         for k in range(escapee_count[chunk]):
-            p = escapees[lo + k]
+            p = listed[lo + k]
             cx = int(math.floor(x[p, 0] / cell))
             cy = int(math.floor(x[p, 1] / cell))
             cz = int(math.floor(x[p, 2] / cell))
@@ -534,40 +674,45 @@ def _hash_escapees(escapee_count, escapees, n, x, cell, table, entries, keys, xs
 
 
 @numba.njit(cache=True)
-def _escapee_contacts(lo, count, escapees, moved, x, x_prev, built, drift, rest, cloth, inv_mass, thickness,
-                      thickest, half_skin, reach2, friction, cell, table, entries, keys, xs, escapee_table,
-                      escapee_size, escapee_entries, escapee_keys, escapee_xs, pair, push, slip, slot, last_slot):
-    """Contacts of the chunk's escapees (escapees[lo: lo + count]) that the list cannot hold, the
-    pairs that were farther apart than the reach at the build: with particles that stayed, from
-    the build's table near the escapee's present position less the common drift (a stayer is
-    within half the skin of where it was built plus the drift), and with later escapees, from the
-    escapees' table. Return the slot after the last, or −1 if ``last_slot`` was reached."""
-    for k in range(count):
-        p = escapees[lo + k]
-        slot = _scan_escapee(p, True, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest,
-                             (thickest + half_skin) ** 2, reach2, friction, cell, table, table.shape[0] - 1, entries,
-                             keys, xs, pair, push, slip, slot, last_slot)
+def _escapee_contacts(chunk, particles, build, escapees, hash_, escapee_hash, escapee_size, thickest, skin, contacts,
+                      slot, last_slot):
+    """Contacts of chunk ``chunk``'s escapees that the list cannot hold, the pairs that were farther
+    apart than the reach at the build: with particles that stayed, from the build's ``hash_`` near
+    the escapee's present position less the common drift (a stayer is within half the skin of where
+    it was built plus the drift), and with later escapees, from ``escapee_hash`` (of escapee_size
+    buckets). thickest, skin [m] as in ``_pass``. Written to ``contacts`` from ``slot``; return the
+    slot after the last, or −1 if ``last_slot`` was reached."""
+    lo = chunk * particles.x.shape[0] // escapees.count.shape[0]
+    for k in range(escapees.count[chunk]):
+        p = escapees.listed[lo + k]
+        slot = _scan_escapee(p, True, particles, build, escapees, hash_, hash_.table.shape[0] - 1, thickest, skin,
+                             contacts, slot, last_slot)
         if slot < 0:
             return -1
-        slot = _scan_escapee(p, False, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest,
-                             thickest * thickest, reach2, friction, cell, escapee_table, escapee_size, escapee_entries,
-                             escapee_keys, escapee_xs, pair, push, slip, slot, last_slot)
+        slot = _scan_escapee(p, False, particles, build, escapees, escapee_hash, escapee_size, thickest, skin,
+                             contacts, slot, last_slot)
         if slot < 0:
             return -1
     return slot
 
 
 @numba.njit(cache=True)
-def _scan_escapee(p, stayers, drift, x, x_prev, built, moved, rest, cloth, inv_mass, thickness, thickest, near2,
-                  reach2, friction, cell, table, size, entries, keys, xs, pair, push, slip, slot, last_slot):
-    """Scan the 27 cells around escapee p's present position in one table: the build's (``stayers``:
-    xs holds positions as built, a candidate must not have moved and be within ``near2`` of p less
-    the drift) or the escapees' (xs holds present positions; q > p, so a pair is found once). Pairs
-    listed at the build (closer than the reach then) are the list's; the others touching p get a
-    contact, from slot on (−1 if ``last_slot`` was reached)."""
+def _scan_escapee(p, stayers, particles, build, escapees, hash_, size, thickest, skin, contacts, slot, last_slot):
+    """Scan the 27 cells around escapee p's present position in one hash (of ``size`` buckets): the
+    build's (``stayers``: xs holds positions as built, a candidate must not have moved and be within
+    thickest + half the skin of p less the drift) or the escapees' (xs holds present positions; q > p,
+    so a pair is found once). Pairs listed at the build (closer than the reach, thickest + skin,
+    then) are the list's; the others touching p get a contact, from slot on (−1 if ``last_slot`` was
+    reached)."""
+    x, rest, cloth, thickness = particles.x, particles.rest, particles.cloth, particles.thickness
+    built, moved, drift = build.built, escapees.moved, escapees.drift
+    table, entries, keys, xs = hash_
+    cell = thickest + skin
+    reach2 = cell * cell
+    near2 = (thickest + 0.5 * skin) ** 2 if stayers else thickest * thickest
     mask = size - 1
     px, py, pz = x[p, 0], x[p, 1], x[p, 2]
-    ax, ay, az = (px - drift[0], py - drift[1], pz - drift[2]) if stayers else (px, py, pz)
+    ax, ay, az = (px - drift[0, 0], py - drift[0, 1], pz - drift[0, 2]) if stayers else (px, py, pz)
     cx, cy, cz = int(math.floor(ax / cell)), int(math.floor(ay / cell)), int(math.floor(az / cell))
     base = cx * HASH_X + cy * HASH_Y + cz * HASH_Z
     thickest2 = thickest * thickest
@@ -600,8 +745,7 @@ def _scan_escapee(p, stayers, drift, x, x_prev, built, moved, rest, cloth, inv_m
                         continue
                     if slot == last_slot:
                         return -1
-                    slot = _write_contact(p, q, dx, dy, dz, d2, math.sqrt(g2), x, x_prev, inv_mass, friction, pair,
-                                          push, slip, slot)
+                    slot = _write_contact(p, q, dx, dy, dz, d2, math.sqrt(g2), particles, contacts, slot)
     return slot
 
 
@@ -643,25 +787,32 @@ def _slots_fit(first_slot, last_slot):
 
 
 @numba.njit(cache=True, parallel=True)
-def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin, friction, rebuild_at, force, built,
-          box, drift, moved, escapees, escapee_count, builds, bucket, lane_list, lane_count, table, entries, keys, xs,
-          cell_of, pairs, gap2, first_pair, last_pair, escapee_table, escapee_entries, escapee_keys, escapee_xs, pair,
-          push, slip, first_slot, last_slot):
+def _pass(x, x_prev, inv_mass, buffers, thickest, skin, fraction, rebuild_at, force):
     """One self-collision pass: clamp and flag, rebuild the pair list if ``force`` or more than
     ``rebuild_at`` particles escaped, then find the contacts of the list and of the escapees.
-    Return 0, or 1 if the pair list ran out of slots (grow it, force a rebuild), 2 if the contact
-    slots did (grow them). Chunks and lanes are spread over the threads, each writing only its own
-    particles, buckets and slots (the escapees' table is built on one), so the list and the
-    contacts are the same on any thread count. Even a 16×16 cloth runs it on the threads: a
-    one-thread twin (plain ``range``) measured about 2 µs faster per pass on one thread, and
-    25–40 % slower on two for 2,304–4,096 particles."""
+
+    x, x_prev (n, 3) [m], inv_mass (n,) of the packed particles; buffers: the held ``Buffers``;
+    thickest [m] the largest thickness, skin [m] the list's margin (cell = thickest + skin); fraction
+    the clamp (``CLAMP``). Return 0, or 1 if the pair list ran out of slots (grow it, force a
+    rebuild), 2 if the contact slots did (grow them). Chunks and lanes are spread over the threads,
+    each writing only its own particles, buckets and slots (the escapees' table is built on one), so
+    the list and the contacts are the same on any thread count. Even a 16×16 cloth runs it on the
+    threads: a one-thread twin (plain ``range``) measured about 2 µs faster per pass on one thread,
+    and 25–40 % slower on two for 2,304–4,096 particles."""
+    b = buffers.value
+    # built here by their classes: numba's parfors take a named tuple into a prange body only then
+    particles = Particles(x, x_prev, inv_mass, b.rest, b.cloth, b.thickness, b.friction)
+    build, hash_, escapees = Build(*b.build), Hash(*b.hash), Escapees(*b.escapees)
+    escapee_hash, pair_list, contacts = Hash(*b.escapee_hash), PairList(*b.pairs), Contacts(*b.contacts)
+    builds, moved, escapee_count, box, drift = b.builds, escapees.moved, escapees.count, escapees.box, escapees.drift
+    first_pair, last_pair, first_slot, last_slot = pair_list.first, pair_list.last, contacts.first, contacts.last
+    pair_slots, contact_slots, size = pair_list.pairs.shape[0], contacts.pair.shape[0], hash_.table.shape[0] - 1
     n = x.shape[0]
     chunks = first_slot.shape[0]
     cell = thickest + skin
     for chunk in prange(chunks):
-        escapee_count[chunk] = _clamp_and_flag(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, x, x_prev,
-                                               inv_mass, thickness, fraction, built, drift, (0.5 * skin) ** 2, box,
-                                               moved, escapees)
+        escapee_count[chunk] = _clamp_and_flag(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, particles,
+                                               fraction, (0.5 * skin) ** 2, build.built, escapees)
     total = 0
     for chunk in range(chunks):              # not .sum(): parallel numba makes that a reduction, which allocates
         total += escapee_count[chunk]
@@ -671,34 +822,29 @@ def _pass(x, x_prev, rest, cloth, inv_mass, thickness, thickest, fraction, skin,
         drift[:] = 0.0
         for chunk in prange(chunks):
             lo, hi = chunk * n // chunks, (chunk + 1) * n // chunks
-            _locate(chunk, lo, hi, x, cell, built, cell_of, bucket, lane_list, lane_count, table.shape[0] - 1)
+            _locate(chunk, lo, hi, x, cell, build, size)
             moved[lo:hi] = False
             escapee_count[chunk] = 0
-        for lane in prange(lane_count.shape[1]):
-            _sort_lane(lane, built, cell_of, bucket, lane_list, lane_count, table, entries, keys, xs)
+        for lane in prange(build.lane_count.shape[1]):
+            _sort_lane(lane, build, hash_)
         for chunk in prange(chunks):
-            last_pair[chunk] = _find_pairs(chunk * n // chunks, (chunk + 1) * n // chunks, cell * cell, table, entries,
-                                           keys, xs, cell_of, built, pairs, first_pair[chunk],
-                                           first_pair[chunk] + pairs.shape[0] // chunks)
+            last_pair[chunk] = _find_pairs(chunk * n // chunks, (chunk + 1) * n // chunks, cell * cell, hash_, build,
+                                           pair_list.pairs, first_pair[chunk], first_pair[chunk] + pair_slots // chunks)
         if not _slots_fit(first_pair, last_pair):
             return 1
         for chunk in prange(chunks):
-            _pair_gaps(first_pair[chunk], last_pair[chunk], pairs, rest, cloth, thickness, gap2)
+            _pair_gaps(first_pair[chunk], last_pair[chunk], pair_list.pairs, pair_list.gap2, particles)
         total = 0
     for chunk in prange(chunks):
-        last_slot[chunk] = _listed_contacts(first_pair[chunk], last_pair[chunk], pairs, gap2, x, x_prev, inv_mass,
-                                            friction, pair, push, slip, first_slot[chunk],
-                                            first_slot[chunk] + pair.shape[0] // chunks)
+        last_slot[chunk] = _listed_contacts(first_pair[chunk], last_pair[chunk], pair_list, particles, contacts,
+                                            first_slot[chunk], first_slot[chunk] + contact_slots // chunks)
     if total > 0:
-        escapee_size = _hash_escapees(escapee_count, escapees, n, x, cell, escapee_table, escapee_entries,
-                                      escapee_keys, escapee_xs)
+        escapee_size = _hash_escapees(escapees, x, cell, escapee_hash)
         for chunk in prange(chunks):
             if last_slot[chunk] >= 0:
-                last_slot[chunk] = _escapee_contacts(
-                    chunk * n // chunks, escapee_count[chunk], escapees, moved, x, x_prev, built, drift[0], rest, cloth,
-                    inv_mass, thickness, thickest, 0.5 * skin, cell * cell, friction, cell, table, entries, keys, xs,
-                    escapee_table, escapee_size, escapee_entries, escapee_keys, escapee_xs, pair, push, slip,
-                    last_slot[chunk], first_slot[chunk] + pair.shape[0] // chunks)
+                last_slot[chunk] = _escapee_contacts(chunk, particles, build, escapees, hash_, escapee_hash,
+                                                     escapee_size, thickest, skin, contacts, last_slot[chunk],
+                                                     first_slot[chunk] + contact_slots // chunks)
     if not rebuilt:                          # box holds the motions since the build
         _next_drift(box, drift)
     return 0 if _slots_fit(first_slot, last_slot) else 2

@@ -10,6 +10,7 @@ class PymunkPlugin:
     """pymunk bodies (RigidBody2D) as colliders, with impulses back to the bodies."""
 
     def build(self, app: App) -> None:
+        app.on_despawn(lambda entity: pymunk_bridge.forget_body(app, entity))    # its pose and colliders go too
         # before the pins read a body's Transform (a cape rides on it) and before colliders are packed
         app.add_system(pymunk_bridge.sync_bodies, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS,
                        before="prepare_pins")

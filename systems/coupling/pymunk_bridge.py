@@ -6,6 +6,8 @@ its body's position and angle — so the cloth sees the body move from where it 
 now across the step's substeps. A Transform on the RigidBody2D's own entity follows the body too,
 so pins can ride on it (a cape on a hero). POST_STEP: read the momentum the cloth contacts pushed into each
 shape (``ColliderSet.impulse``, accumulated by the environment system) and queue it on the body.
+Despawning a RigidBody2D's entity despawns the collider entities made for its shapes (``forget_body``);
+removing its body from the pymunk Space stays the game's job.
 """
 from __future__ import annotations
 
@@ -24,9 +26,11 @@ _Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # local
 
 def sync_bodies(app: App, dt: float) -> None:
     """Apply queued cloth impulses, step the space, and move every shape's collider to its body."""
-    for _, rigid in app.query(RigidBody2D):
+    poses = app.init_resource(BodyPoses)
+    for entity, rigid in app.query(RigidBody2D):
         if not rigid.shape_entities:
             _bind(app, rigid)
+            poses.colliders[entity] = rigid.shape_entities
         if rigid.two_way and rigid.body.body_type == pymunk.Body.DYNAMIC:
             for jx, jy, px, py in rigid.pending_impulse:
                 rigid.body.apply_impulse_at_world_point((jx, jy), (px, py))
@@ -34,7 +38,6 @@ def sync_bodies(app: App, dt: float) -> None:
     space = app.resources.get(Space2D)
     if space is not None and space.step:
         space.space.step(dt)
-    poses = app.init_resource(BodyPoses)
     for entity, rigid in app.query(RigidBody2D):
         body = rigid.body
         pose = (body.position.x, body.position.y, body.angle, rigid.scale, rigid.z)
@@ -114,6 +117,20 @@ class BodyPoses:
 
     def __init__(self) -> None:
         self.last: dict[int, tuple[float, ...]] = {}
+        self.colliders: dict[int, list[int]] = {}
+        """The collider entities made for each body entity's shapes (despawned with the body)."""
+
+
+def forget_body(app: App, entity: int) -> None:
+    """On despawn (``App.on_despawn``): drop a body's pose and despawn the collider entities made for its
+    shapes, which would otherwise stay in the world where the body last was."""
+    poses = app.resources.get(BodyPoses)
+    if poses is None:
+        return
+    poses.last.pop(entity, None)
+    for collider in poses.colliders.pop(entity, ()):
+        if app.try_get(collider, Collider) is not None:       # not despawned by the game already
+            app.despawn(collider)
 
 
 _BOX_CENTRES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

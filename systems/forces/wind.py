@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -50,6 +51,8 @@ from loom.components import Cloth
 from loom.components.wind import Blower, Wind
 from loom.engine import App, Stage
 from loom.systems.shared.batch import Batch, batchable, revisions
+from loom.systems.shared.held import Held, hold
+from loom.systems.shared.model_index import forget_on_despawn
 from loom.systems.sets import ClothSet
 
 GUST_MODES = 4
@@ -65,24 +68,60 @@ class WindPlugin:
 
     def build(self, app: App) -> None:
         app.insert_resource(WindScratch(), replace=False)
+        forget_on_despawn(app, WindScratch)
         app.add_system(apply_wind, Stage.PRE_STEP, in_set=ClothSet.FORCES)
 
 
+class AeroArrays(NamedTuple):
+    """One cloth as the wind kernel reads it, held (``loom.systems.shared.held``): references to the cloth's
+    arrays, no copies, and the kernel's own scratch."""
+
+    triangles: np.ndarray
+    """(t, 3) int32, counter-clockwise from the front."""
+    x: np.ndarray
+    """Positions, (n, 3) [m]."""
+    v: np.ndarray
+    """Velocities, (n, 3) [m/s]."""
+    mass: np.ndarray
+    """(n,) [kg]."""
+    force: np.ndarray
+    """The cloth's force accumulator, (n, 3) [N]: added to."""
+    acc: np.ndarray
+    """Scratch: each particle's wind force before the stability cap, (n, 3) [N]."""
+    rate: np.ndarray
+    """Scratch: each particle's bound on ∂F/∂v, (n,) [kg/s]."""
+    air: np.ndarray
+    """Scratch: the particles' x, y, z and the air velocity there, (6, n) [m, m/s]."""
+
+
 class WindScratch:
-    """Per-cloth accumulators of the wind kernel, keyed by entity, reallocated when n changes."""
+    """Each cloth's held ``AeroArrays`` (its arrays and the wind kernel's accumulators), keyed by entity.
+
+    Holds nothing from one step to the next, so snapshots save it empty (held structs and typed lists do
+    not pickle); a loaded world rebuilds it at its first step."""
 
     def __init__(self) -> None:
-        self.by_entity: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.by_entity: dict[int, tuple[Cloth, int, np.ndarray, Held]] = {}
         self.batch = Batch()
         self.packed: tuple[np.ndarray, ...] | None = None
 
-    def get(self, entity: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Return (force (n, 3) [N], rate (n,) [kg/s], rows (6, n): positions and air [m, m/s]) scratch
-        for ``entity``'s n particles."""
-        arrays = self.by_entity.get(entity)
-        if arrays is None or arrays[1].shape[0] != n:
-            arrays = self.by_entity[entity] = (np.zeros((n, 3)), np.zeros(n), np.zeros((6, n)))
-        return arrays
+    def get(self, entity: int, cloth: Cloth) -> Held:
+        """``entity``'s held ``AeroArrays``, rebuilt with new accumulators when its cloth has replaced an array (its
+        ``revision``; after a snapshot load, which restores the revision with new arrays, ``x``'s identity)."""
+        entry = self.by_entity.get(entity)
+        if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x:
+            n = cloth.particle_count
+            arrays = hold(AeroArrays(cloth.triangles, cloth.x, cloth.v, cloth.mass, cloth.force,
+                                     np.zeros((n, 3)), np.zeros(n), np.zeros((6, n))))
+            entry = self.by_entity[entity] = (cloth, cloth.revision, cloth.x, arrays)
+        return entry[3]
+
+    def __getstate__(self) -> dict:
+        return {"by_entity": {}, "batch": Batch(), "packed": None}
+
+    def forget(self, entity: int) -> None:
+        """Drop a despawned entity's accumulators."""
+        self.by_entity.pop(entity, None)
 
 
 # --- systems ------------------------------------------------------------------------------------
@@ -97,18 +136,14 @@ def apply_wind(app: App, dt: float) -> None:
     base, amp, modes, cones = scratch.packed = _pack(winds, blowers, t, scratch.packed)
     first = winds[0] if winds else _COEFFICIENTS
     clothes = [(entity, cloth) for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
-
-    def rows() -> list[tuple[np.ndarray, ...]]:
-        return [(cloth.triangles, cloth.x, cloth.v, cloth.mass, *scratch.get(entity, cloth.particle_count),
-                 cloth.force) for entity, cloth in clothes]
-
     coefficients = (first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt)
     if batchable([c for _, c in clothes], heavy=True):               # many cloths: one call, a cloth per thread
         key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
-        _aero_forces_batch(*scratch.batch.update(key, rows), base, amp, modes, cones, t, *coefficients)
+        (batch,) = scratch.batch.update(key, lambda: [(scratch.get(e, c),) for e, c in clothes])
+        _aero_forces_batch(batch, base, amp, modes, cones, t, *coefficients)
         return
-    for triangles, x, v, mass, acc, rate, air, force in rows():
-        _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, *coefficients, acc, rate, air, force)
+    for entity, cloth in clothes:
+        _aero_forces(scratch.get(entity, cloth), base, amp, modes, cones, t, *coefficients)
 
 
 def air_velocity(winds: Iterable[Wind], blowers: Iterable[Blower], points: np.ndarray, time: float) -> np.ndarray:
@@ -299,26 +334,34 @@ def _waves(px, py, pz, base, amp, modes, t, ux, uy, uz):
 
 
 @numba.njit(cache=True, parallel=True)
-def _aero_forces_batch(triangles, x, v, mass, acc, rate, air, force, base, amp, modes, cones, t, rho, cd, cl, cvi,
-                       dt):
-    """``_aero_forces`` for every cloth of a batch (typed lists, one entry per cloth), a cloth per thread."""
-    for k in prange(len(x)):
+def _aero_forces_batch(clothes, base, amp, modes, cones, t, rho, cd, cl, cvi, dt):
+    """``_aero_forces`` for every cloth of a batch (``clothes``, a typed list of held ``AeroArrays``), a
+    cloth per thread."""
+    for k in prange(len(clothes)):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
-        _aero_forces(triangles[c], x[c], v[c], mass[c], base, amp, modes, cones, t, rho, cd, cl, cvi, dt, acc[c],
-                     rate[c], air[c], force[c])
+        _aero_forces(clothes[c], base, amp, modes, cones, t, rho, cd, cl, cvi, dt)
 
 
 @numba.njit(cache=True)
-def _aero_forces(triangles, x, v, mass, base, amp, modes, cones, t, rho, cd, cl, cvi, dt, acc, rate, air, force):
+def _aero_forces(held, base, amp, modes, cones, t, rho, cd, cl, cvi, dt):
     """Add each triangle's drag, lift and viscous force (module docstring) to ``force``, a third per corner.
 
-    triangles (t, 3) int32; x (n, 3) [m]; v (n, 3) [m/s]; mass (n,) [kg]; air: see ``_air_at``;
-    rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s]. Scratch acc (n, 3) [N], rate (n,) [kg/s], air (6, n).
+    held: the cloth's held ``AeroArrays``; base, amp, modes, cones: the air (see ``_air_at``) at time t [s];
+    rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s].
     Adds to force (n, 3) [N], each particle's share scaled by min(1, m/(rate·dt)) (stability cap).
     Skips triangles of zero area. Serial: triangles share corners.
     The air is evaluated at the particles and averaged over each triangle's corners: a grid has
     twice as many triangles as particles, and the sines of the turbulence were 60 % of the flag
     game's wind cost; over a triangle (5 cm) the shortest wave (0.5 m) is linear to 0.3 % of the wind."""
+    cloth = held.value
+    triangles = cloth.triangles
+    x = cloth.x
+    v = cloth.v
+    mass = cloth.mass
+    force = cloth.force
+    acc = cloth.acc
+    rate = cloth.rate
+    air = cloth.air
     acc[:, :] = 0.0
     rate[:] = 0.0
     third = 1.0 / 3.0

@@ -10,7 +10,7 @@
   On release it restores ``cloth.base_inv_mass[p]`` — or keeps 0 if an active Pin holds p.
 - ``move_grabs`` (SUBSTEP, last in ``ClothSet.PIN``) places the particle on the straight line from
   its step-start position to the target at fraction (k + 1)/S in substep k, exactly as
-  systems/pins.py moves pins: it sits exactly on the target at the end of the step, and the
+  systems/pipeline/pins.py moves pins: it sits exactly on the target at the end of the step, and the
   velocity update turns the motion into velocity, so a released particle keeps the fling.
   Whole-step solvers (model "implicit") have no substeps: the particle is set on its target at
   the start of the step, with the velocity (target − x)/dt.
@@ -186,19 +186,26 @@ def _release(app: App, g: Grab) -> None:
 
 # --- kernels: private, arrays in, scalars out -----------------------------------------------------
 @numba.njit(cache=True)
+def _ray_depth_offset(x, p, o, d):
+    """(t, off²) of particle p of x (n, 3): depth t = (x_p − o)·d [m] along the ray o + t·d (d unit) and
+    squared distance |x_p − o|² − t² [m²] to it (may round below 0)."""
+    rx = x[p, 0] - o[0]
+    ry = x[p, 1] - o[1]
+    rz = x[p, 2] - o[2]
+    t = rx * d[0] + ry * d[1] + rz * d[2]
+    return t, rx * rx + ry * ry + rz * rz - t * t
+
+
+@numba.njit(cache=True)
 def _front_depth(x, o, d, radius):
     """Smallest depth t = (x − o)·d > 0 [m] of the particles x (n, 3) within ``radius`` [m] of the
     ray o + t·d (d unit), or inf if none."""
     best = math.inf
     r2 = radius * radius
     for p in range(x.shape[0]):
-        rx = x[p, 0] - o[0]
-        ry = x[p, 1] - o[1]
-        rz = x[p, 2] - o[2]
-        t = rx * d[0] + ry * d[1] + rz * d[2]
+        t, off2 = _ray_depth_offset(x, p, o, d)
         if t <= 0.0 or t >= best:
             continue
-        off2 = rx * rx + ry * ry + rz * rz - t * t
         if off2 <= r2:
             best = t
     return best
@@ -213,13 +220,10 @@ def _closest_in_slab(x, o, d, radius, t_lo, t_hi):
     best_t = 0.0
     r2 = radius * radius
     for p in range(x.shape[0]):
-        rx = x[p, 0] - o[0]
-        ry = x[p, 1] - o[1]
-        rz = x[p, 2] - o[2]
-        t = rx * d[0] + ry * d[1] + rz * d[2]
+        t, off2 = _ray_depth_offset(x, p, o, d)
         if t < t_lo or t > t_hi:
             continue
-        off2 = max(rx * rx + ry * ry + rz * rz - t * t, 0.0)
+        off2 = max(off2, 0.0)
         if off2 <= r2 and off2 < best_off2:
             best = p
             best_off2 = off2

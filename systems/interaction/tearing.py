@@ -45,6 +45,7 @@ import numpy as np
 from loom.components import BEND, Cloth, Pin
 from loom.components.tearing import Tearable
 from loom.engine import App, Stage, mesh
+from loom.engine.geometry import triangle_areas
 from loom.systems.sets import ClothSet
 
 HOP_LIMIT = 2
@@ -164,8 +165,7 @@ def retopologize(cloth: Cloth, triangles: np.ndarray, source: np.ndarray, *, pin
     rest_uv = cloth.rest_uv[origin]
 
     # mass: each copy keeps the share of its source's mass that its triangles' rest area carries
-    p0, p1, p2 = rest_x[tri[:, 0]], rest_x[tri[:, 1]], rest_x[tri[:, 2]]
-    third = 0.5 * np.linalg.norm(np.cross(p1 - p0, p2 - p0), axis=1) / 3.0
+    third = triangle_areas(rest_x, tri) / 3.0
     corner = np.bincount(tri.ravel(), weights=np.repeat(third, 3), minlength=total)
     family = np.bincount(origin, weights=corner, minlength=n)[origin]
     members = np.bincount(origin, minlength=n)[origin]

@@ -29,17 +29,21 @@ pass finds no spring over or ``limit_passes`` have run (shared kernel: ``loom.sy
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from loom.components import Cloth, Gravity
-from loom.engine import App, Stage
-from loom.systems.shared.conditions import uses_model
+from loom.engine import App
+from loom.engine.geometry import vertex_normals_into
 from loom.systems.shared.distance_limits import link_bounds, relax_distances
-from loom.systems.sets import ClothSet
-from loom.systems.render.surface import vertex_normals_into
+from loom.systems.shared.held import Held, hold
+from loom.systems.shared.model_index import cloths_of
+from loom.systems.shared.substep_model import ClothScratch, add_substep_model
 
+MODEL = "mass_spring"
+"""The ``Cloth.model`` this module steps (registered in ``loom.systems.registry``)."""
 MIN_LENGTH = 1e-12
 """Springs shorter than this [m] have no direction and exert no force."""
 
@@ -51,27 +55,22 @@ class MassSpringPlugin:
     """Mass-spring cloth (``model="mass_spring"``): integrate, limit deformation, correct velocities."""
 
     def build(self, app: App) -> None:
-        active = uses_model("mass_spring")       # skipped in steps with no mass-spring cloth
-        app.insert_resource(MassSpringScratch(), replace=False)
-        app.add_system(integrate_springs, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=active)
-        app.add_system(limit_spring_deformation, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN, run_if=active)
-        app.add_system(update_spring_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE, run_if=active)
+        add_substep_model(app, MODEL, MassSpringScratch, integrate_springs, limit_spring_deformation,
+                          update_spring_velocities)
 
 
-class MassSpringScratch:
+class MassSpringScratch(ClothScratch):
     """Per-cloth solver scratch of the mass-spring model, keyed by entity (allocated once, reused)."""
-
-    def __init__(self) -> None:
-        self.states: dict[int, SpringState] = {}
 
     def get(self, entity: int, cloth: Cloth) -> SpringState:
         """Return ``entity``'s scratch: arrays reallocated only when the particle count changes, link
         tables rebuilt when the settings object or the link table is replaced."""
-        state = self.states.get(entity)
-        if state is None:
-            state = self.states[entity] = SpringState(cloth)
+        state = super().get(entity, cloth)
         state.fit(cloth)
         return state
+
+    def build(self, cloth: Cloth) -> SpringState:
+        return SpringState(cloth)
 
 
 class SpringState:
@@ -128,31 +127,31 @@ def integrate_springs(app: App, h: float) -> None:
     """Mass-spring cloths: advance x and v over a substep of h [s] with the cloth's integrator."""
     g = app.resource(Gravity).acceleration
     scratch = app.resource(MassSpringScratch)
-    for entity, cloth in app.query(Cloth):
-        if cloth.model != "mass_spring":
-            continue
+    rows = cloths_of(app, MODEL)
+    tables = app.init_resource(SpringTables)
+    if app.clock.substep_index == 0:
+        tables.keep_only(rows)
+    for entity, cloth in rows:
         state = scratch.get(entity, cloth)
         state.coeffs[_GX:] = g                               # gravity is a resource: it may change any step
-        args = (cloth.link_i, cloth.link_j, cloth.link_rest, state.link_k, cloth.triangles, cloth.mass,
-                cloth.inv_mass, state.coeffs, cloth.force)
+        springs = tables.get(entity, cloth, state)
         restored = cloth.rejected_steps != state.seen_rejections     # the guard reset x, v and x_prev = x
         state.seen_rejections = cloth.rejected_steps
         method = cloth.settings.integrator
-        if method == "symplectic_euler":
-            _symplectic_euler(*args, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
-        elif method == "explicit_euler":
-            _explicit_euler(*args, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
+        if method == "symplectic_euler" or method == "explicit_euler":
+            _euler(springs, h, method == "symplectic_euler", state.normals, state.force, cloth.x, cloth.v,
+                   cloth.x_prev)
         elif method == "rk4":
-            _rk4(*args, h, state.normals, state.force, state.x_stage, state.v_eval, state.v_start,
+            _rk4(springs, h, state.normals, state.force, state.x_stage, state.v_eval, state.v_start,
                  cloth.x, cloth.v, cloth.x_prev)
         else:                                                # "verlet" (MassSpringSettings validates the name)
             if not state.seeded:
-                _seed_verlet(*args, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
+                _seed_verlet(springs, h, state.normals, state.force, cloth.x, cloth.v, cloth.x_prev)
             elif restored:                                   # retry the refused step from its own x_{n−1}
                 np.copyto(cloth.x_prev, state.x_prev_at_step)
             if app.clock.substep_index == 0:
                 np.copyto(state.x_prev_at_step, cloth.x_prev)
-            _verlet(*args, h, state.normals, state.force, state.v_eval, cloth.x, cloth.v, cloth.x_prev)
+            _verlet(springs, h, state.normals, state.force, state.v_eval, cloth.x, cloth.v, cloth.x_prev)
         state.seeded = method == "verlet"
         np.copyto(state.x_int, cloth.x)
 
@@ -160,9 +159,7 @@ def integrate_springs(app: App, h: float) -> None:
 def limit_spring_deformation(app: App, h: float) -> None:
     """Mass-spring cloths: Provot 1995's deformation limit, up to ``settings.limit_passes`` passes."""
     scratch = app.resource(MassSpringScratch)
-    for entity, cloth in app.query(Cloth):
-        if cloth.model != "mass_spring":
-            continue
+    for entity, cloth in cloths_of(app, MODEL):
         state = scratch.get(entity, cloth)
         if not state.limited:
             continue
@@ -173,23 +170,81 @@ def limit_spring_deformation(app: App, h: float) -> None:
 def update_spring_velocities(app: App, h: float) -> None:
     """Mass-spring cloths: v += (x − x_int)/h, the velocity of the corrections made after integrating."""
     scratch = app.resource(MassSpringScratch)
-    for entity, cloth in app.query(Cloth):
-        if cloth.model != "mass_spring":
-            continue
+    for entity, cloth in cloths_of(app, MODEL):
         _follow_corrections(cloth.x, scratch.get(entity, cloth).x_int, 1.0 / h, cloth.v)
 
 
+class SpringTables:
+    """Resource: each mass-spring cloth's held ``Springs``, keyed by entity; rebuilt when the cloth has replaced
+    an array (its ``revision``; after a snapshot load, which restores the revision with new arrays,
+    ``x``'s identity) or its scratch has new spring constants. Saved empty by snapshots (derived data)."""
+
+    def __init__(self) -> None:
+        self.by_entity: dict[int, tuple[Cloth, int, np.ndarray, np.ndarray, np.ndarray, Held]] = {}
+
+    def get(self, entity: int, cloth: Cloth, state: SpringState) -> Held:
+        """``entity``'s held ``Springs`` over ``cloth`` and its ``state`` (link_k, coeffs), up to date."""
+        e = self.by_entity.get(entity)
+        if e is None or e[0] is not cloth or e[1] != cloth.revision or e[2] is not cloth.x \
+                or e[3] is not state.link_k or e[4] is not state.coeffs:
+            springs = hold(Springs(cloth.link_i, cloth.link_j, cloth.link_rest, state.link_k, cloth.triangles,
+                                   cloth.mass, cloth.inv_mass, state.coeffs, cloth.force))
+            e = self.by_entity[entity] = (cloth, cloth.revision, cloth.x, state.link_k, state.coeffs, springs)
+        return e[5]
+
+    def keep_only(self, rows: list[tuple[int, Cloth]]) -> None:
+        """Forget entities not in ``rows`` (despawned), so their arrays can be freed."""
+        if len(self.by_entity) > len(rows):
+            kept = {entity for entity, _ in rows}
+            self.by_entity = {k: e for k, e in self.by_entity.items() if k in kept}
+
+    def __getstate__(self) -> dict:
+        """Saved empty: held structs do not pickle, and a loaded world rebuilds them at its first substep."""
+        return {"by_entity": {}}
+
+
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
+class Springs(NamedTuple):
+    """A mass-spring cloth's force model as ``_spring_forces`` reads it, held (``loom.systems.shared.held``):
+    references to the cloth's and its scratch's arrays, no copies."""
+
+    link_i: np.ndarray
+    """First particle of each spring, (c,) int32, colour order."""
+    link_j: np.ndarray
+    """Second particle of each spring, (c,) int32."""
+    link_rest: np.ndarray
+    """Rest length l₀ of each spring, (c,) [m]."""
+    link_k: np.ndarray
+    """Stiffness k of each spring, (c,) [N/m]."""
+    triangles: np.ndarray
+    """(t, 3) int32, for the particle normals of the fluid force."""
+    mass: np.ndarray
+    """(n,) [kg]."""
+    inv_mass: np.ndarray
+    """(n,) [1/kg]; 0: not moved."""
+    coeffs: np.ndarray
+    """(9,): spring damping c, viscous damping C_dis, fluid viscosity C_vi [N·s/m], air velocity u (3)
+    [m/s], gravity g (3) [m/s²]."""
+    external: np.ndarray
+    """External forces (wind, user), (n, 3) [N]."""
+
+
 @numba.njit(cache=True)
-def _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, out):
+def _spring_forces(held, x, v, normals, out):
     """Total force on every particle at positions x and velocities v (Provot 1995; Fisher).
 
-    link_i, link_j (c,) int32; link_rest (c,) [m]; link_k (c,) [N/m]; triangles (t, 3) int32;
-    mass (n,) [kg]; coeffs (9,): spring damping c [N·s/m], viscous damping C_dis [N·s/m], fluid
-    viscosity C_vi [N·s/m], air velocity u (3) [m/s], gravity g (3) [m/s²]; external (n, 3) [N];
-    x (n, 3) [m]; v (n, 3) [m/s]. Writes normals (n, 3) (only when C_vi > 0 and there are
-    triangles) and out (n, 3) [N]:
+    held: the cloth's held ``Springs``; x (n, 3) [m]; v (n, 3) [m/s]. Writes normals (n, 3) (only when C_vi > 0 and
+    there are triangles) and out (n, 3) [N]:
     out = external + m·g − C_dis·v + Σ springs −[k·(l − l₀) + c·(v_a − v_b)·d̂]·d̂ + C_vi·[n·(u − v)]·n."""
+    springs = held.value
+    link_i = springs.link_i
+    link_j = springs.link_j
+    link_rest = springs.link_rest
+    link_k = springs.link_k
+    triangles = springs.triangles
+    mass = springs.mass
+    coeffs = springs.coeffs
+    external = springs.external
     c_spring = coeffs[_SPRING_DAMPING]
     c_dis = coeffs[_VISCOUS_DAMPING]
     c_vi = coeffs[_FLUID_VISCOSITY]
@@ -235,39 +290,33 @@ def _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, e
 
 
 @numba.njit(cache=True)
-def _explicit_euler(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
-                    normals, force, x, v, x_prev):
-    """Explicit Euler: x ← x + h·v_n, v ← v + h·w·F(x_n, v_n); x_prev ← x_n. Writes normals, force, x, v, x_prev."""
-    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, force)
+def _euler(springs, h, symplectic, normals, force, x, v, x_prev):
+    """One Euler step; x_prev ← x_n. Writes normals, force, x, v, x_prev.
+
+    explicit (symplectic False): x ← x + h·v_n, v ← v + h·w·F(x_n, v_n);
+    symplectic: v ← v + h·w·F(x_n, v_n), then x ← x + h·v_{n+1}."""
+    inv_mass = springs.value.inv_mass
+    _spring_forces(springs, x, v, normals, force)
     for p in range(x.shape[0]):
         w = inv_mass[p]
         for c in range(3):
             x_prev[p, c] = x[p, c]
-            x[p, c] += h * v[p, c]
-            v[p, c] += h * w * force[p, c]
+            if symplectic:
+                v[p, c] += h * w * force[p, c]
+                x[p, c] += h * v[p, c]
+            else:
+                x[p, c] += h * v[p, c]
+                v[p, c] += h * w * force[p, c]
 
 
 @numba.njit(cache=True)
-def _symplectic_euler(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
-                      normals, force, x, v, x_prev):
-    """Symplectic Euler: v ← v + h·w·F(x_n, v_n), then x ← x + h·v_{n+1}; x_prev ← x_n."""
-    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, force)
-    for p in range(x.shape[0]):
-        w = inv_mass[p]
-        for c in range(3):
-            v[p, c] += h * w * force[p, c]
-            x_prev[p, c] = x[p, c]
-            x[p, c] += h * v[p, c]
-
-
-@numba.njit(cache=True)
-def _rk4(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
-         normals, force, x_stage, v_stage, v_start, x, v, x_prev):
+def _rk4(springs, h, normals, force, x_stage, v_stage, v_start, x, v, x_prev):
     """Classical 4-stage Runge–Kutta on (x, v) with ẋ = v, v̇ = w·F(x, v) (Fisher, "Runge Kutta").
 
     Stage s ∈ 1…4 evaluates (k_x, k_v) = (v_s, w·F(x_s, v_s)) at x_s = x_n + c_s·h·k_x(s−1),
     v_s = v_n + c_s·h·k_v(s−1), c = (0, ½, ½, 1); x and v accumulate h·(k1 + 2k2 + 2k3 + k4)/6.
     Scratch x_stage, v_stage, v_start (n, 3); x_prev ← x_n doubles as the stage origin."""
+    inv_mass = springs.value.inv_mass
     n = x.shape[0]
     for p in range(n):
         for c in range(3):
@@ -276,8 +325,7 @@ def _rk4(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, e
             x_stage[p, c] = x[p, c]
             v_stage[p, c] = v[p, c]
     for stage in range(4):
-        _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x_stage, v_stage,
-                       normals, force)
+        _spring_forces(springs, x_stage, v_stage, normals, force)
         weight = h / 6.0 if stage == 0 or stage == 3 else h / 3.0
         step = h if stage == 2 else 0.5 * h                 # c of the next stage
         for p in range(n):
@@ -292,13 +340,13 @@ def _rk4(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, e
 
 
 @numba.njit(cache=True)
-def _seed_verlet(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
-                 normals, force, x, v, x_prev):
+def _seed_verlet(springs, h, normals, force, x, v, x_prev):
     """Start the Verlet history: x_{n−1} = x_n − h·v_n + ½·a(x_n, v_n)·h² (Taylor, 3rd-order exact), into x_prev.
 
     x_{n−1} = x_n − h·v_n alone errs by ½·a·h², a velocity error of ½·a·h that leaves the whole run
     first-order; with the ½·a·h² term position Verlet stays second order."""
-    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v, normals, force)
+    inv_mass = springs.value.inv_mass
+    _spring_forces(springs, x, v, normals, force)
     half_h2 = 0.5 * h * h
     for p in range(x.shape[0]):
         w = inv_mass[p]
@@ -307,19 +355,18 @@ def _seed_verlet(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, c
 
 
 @numba.njit(cache=True)
-def _verlet(link_i, link_j, link_rest, link_k, triangles, mass, inv_mass, coeffs, external, h,
-            normals, force, v_eval, x, v, x_prev):
+def _verlet(springs, h, normals, force, v_eval, x, v, x_prev):
     """Position Verlet (Fisher, "Verlet"; Fuhrmann 2003 eq. 15): x_{n+1} = 2x_n − x_{n−1} + w·F·h².
 
     x_prev holds x_{n−1} on entry and x_n on return. F is evaluated at (x_n, (x_n − x_{n−1})/h) (into
     v_eval); v ← (x_{n+1} − x_{n−1})/(2h), the central-difference velocity at t_n."""
+    inv_mass = springs.value.inv_mass
     n = x.shape[0]
     inv_h = 1.0 / h
     for p in range(n):
         for c in range(3):
             v_eval[p, c] = (x[p, c] - x_prev[p, c]) * inv_h
-    _spring_forces(link_i, link_j, link_rest, link_k, triangles, mass, coeffs, external, x, v_eval, normals,
-                   force)
+    _spring_forces(springs, x, v_eval, normals, force)
     h2 = h * h
     half_inv_h = 0.5 * inv_h
     for p in range(n):

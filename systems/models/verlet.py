@@ -25,36 +25,33 @@ import numba
 import numpy as np
 
 from loom.components import Cloth, Gravity
-from loom.engine import App, Stage
-from loom.systems.shared.conditions import uses_model
+from loom.engine import App
 from loom.systems.shared.distance_limits import link_bounds, relax_distances
-from loom.systems.sets import ClothSet
+from loom.systems.shared.model_index import cloths_of
+from loom.systems.shared.substep_model import ClothScratch, add_substep_model
+
+MODEL = "verlet"
+"""The ``Cloth.model`` this module steps (registered in ``loom.systems.registry``)."""
 
 
 class VerletPlugin:
     """Verlet cloth (``model="verlet"``): predict, relax distance limits, derive velocities."""
 
     def build(self, app: App) -> None:
-        active = uses_model("verlet")       # skipped in steps with no verlet cloth
-        app.insert_resource(VerletScratch(), replace=False)
-        app.add_system(predict_verlet, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=active)
-        app.add_system(relax_verlet_links, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN, run_if=active)
-        app.add_system(update_verlet_velocities, Stage.SUBSTEP, in_set=ClothSet.UPDATE, run_if=active)
+        add_substep_model(app, MODEL, VerletScratch, predict_verlet, relax_verlet_links, update_verlet_velocities)
 
 
-class VerletScratch:
-    """Per-cloth link bounds of the Verlet model, keyed by entity (rebuilt when the settings change)."""
+class VerletScratch(ClothScratch):
+    """Per-cloth link bounds of the Verlet model, keyed by entity (rebuilt when the settings change);
+    ``get(entity, cloth)`` returns the cloth's ``_VerletTables``."""
 
-    def __init__(self) -> None:
-        self.tables: dict[int, _VerletTables] = {}
+    def build(self, cloth: Cloth) -> _VerletTables:
+        return _VerletTables(cloth, seen_rejections=cloth.rejected_steps)
 
-    def get(self, entity: int, cloth: Cloth) -> _VerletTables:
-        """Return ``entity``'s tables, (re)built if new or if its settings, link table or particle count changed."""
-        t = self.tables.get(entity)
-        if t is None or t.settings is not cloth.settings or t.link_rest is not cloth.link_rest \
-                or t.x_prev_at_step.shape != cloth.x.shape:
-            t = self.tables[entity] = _VerletTables(cloth, seen_rejections=cloth.rejected_steps)
-        return t
+    def stale(self, t: _VerletTables, cloth: Cloth) -> bool:
+        """Rebuild when the settings, the link table or the particle count changed."""
+        return t.settings is not cloth.settings or t.link_rest is not cloth.link_rest \
+            or t.x_prev_at_step.shape != cloth.x.shape
 
 
 class _VerletTables:
@@ -75,9 +72,7 @@ def predict_verlet(app: App, h: float) -> None:
     """Verlet cloths: advance free particles by position Verlet with drag over a substep of h [s]."""
     g = app.resource(Gravity).acceleration
     scratch = app.resource(VerletScratch)
-    for entity, cloth in app.query(Cloth):
-        if cloth.model != "verlet":
-            continue
+    for entity, cloth in cloths_of(app, MODEL):
         tables = scratch.get(entity, cloth)
         if cloth.rejected_steps != tables.seen_rejections:       # the guard reset x, v and x_prev = x:
             tables.seen_rejections = cloth.rejected_steps        # retry the refused step from its own x_prev
@@ -91,9 +86,7 @@ def predict_verlet(app: App, h: float) -> None:
 def relax_verlet_links(app: App, h: float) -> None:
     """Verlet cloths: ``settings.passes`` passes of d_min/d_max and bend_min limits (Fuhrmann 2003 eqs. 5–9)."""
     scratch = app.resource(VerletScratch)
-    for entity, cloth in app.query(Cloth):
-        if cloth.model != "verlet":
-            continue
+    for entity, cloth in cloths_of(app, MODEL):
         tables = scratch.get(entity, cloth)
         relax_distances(cloth.settings.passes, cloth.link_i, cloth.link_j, tables.link_lo, tables.link_hi,
                         cloth.inv_mass, cloth.x)
@@ -101,9 +94,7 @@ def relax_verlet_links(app: App, h: float) -> None:
 
 def update_verlet_velocities(app: App, h: float) -> None:
     """Verlet cloths: v = (x − x_prev)/h (Fuhrmann 2003 eq. 14), for colliders, reports and the guard."""
-    for _, cloth in app.query(Cloth):
-        if cloth.model != "verlet":
-            continue
+    for _, cloth in cloths_of(app, MODEL):
         _update(cloth.x, cloth.x_prev, 1.0 / h, cloth.v)
 
 

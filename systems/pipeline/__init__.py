@@ -10,6 +10,7 @@ from loom.components import Gravity
 from loom.engine import App, Stage
 from loom.systems.pipeline import guard, pins
 from loom.systems.pipeline.report import cloth_report
+from loom.systems.shared.model_index import forget_on_despawn
 from loom.systems.sets import POST_STEP_SETS, PRE_STEP_SETS, SUBSTEP_SETS, ClothSet
 
 
@@ -36,6 +37,8 @@ class GuardPlugin:
     """Refuse and report a step that would write NaN or inf."""
 
     def build(self, app: App) -> None:
+        forget_on_despawn(app, guard.StepSnapshot)
+        forget_on_despawn(app, guard.Recovery)
         app.add_system(guard.save_state, Stage.PRE_STEP, in_set=ClothSet.SAVE)
         app.add_system(guard.reject_non_finite, Stage.POST_STEP, in_set=ClothSet.GUARD)
 

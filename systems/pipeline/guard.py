@@ -102,6 +102,10 @@ class Recovery:
         if not (isinstance(self.clamp_speed, (int, float)) and 0.0 <= self.clamp_speed <= MAX_SPEED):
             raise ValueError(f"Recovery.clamp_speed = {self.clamp_speed!r}: must be in [0, {MAX_SPEED:g}] [m/s]")
 
+    def forget(self, entity: int) -> None:
+        """Drop a despawned entity's count of refused steps."""
+        self.failing.pop(entity, None)
+
 
 class StepSnapshot:
     """Per-cloth copies of x and v at the start of the step, keyed by entity (guard scratch)."""
@@ -112,6 +116,10 @@ class StepSnapshot:
         self.check = Batch()
         self.found = np.zeros((2, 0), np.int64)        # batched check: first bad particle, link per cloth
         self.stretch = np.zeros(0)                      # batched check: stretch bound per cloth
+
+    def forget(self, entity: int) -> None:
+        """Drop a despawned entity's saved state."""
+        self.saved.pop(entity, None)
 
 
 def save_state(app: App, dt: float) -> None:

@@ -105,7 +105,7 @@ _NONE_DONE.flags.writeable = False
 
 
 class PinBatch:
-    """Resource: the pins of substepped cloths as one batch (systems/batch.py), refreshed at substep 0."""
+    """Resource: the pins of substepped cloths as one batch (systems/shared/batch.py), refreshed at substep 0."""
 
     def __init__(self) -> None:
         self.batch = Batch()

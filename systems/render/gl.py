@@ -3,7 +3,7 @@
 Opt-in (games add it; DefaultPlugins does not)::
 
     app.add_plugin(GLRenderPlugin(width=960, height=640))    # draw_scene joins Stage.RENDER
-    app.add_plugin(WindowPlugin())                           # systems/window_runner.py: the interactive loop
+    app.add_plugin(WindowPlugin())                           # systems/render/window.py: the interactive loop
     app.spawn(Camera(target=(0, 0.6, 0), distance=2.5))      # components/camera.py; default Camera() if none
 
 What one frame draws (``draw_scene``, once per rendered frame, after the fixed steps):
@@ -13,7 +13,7 @@ What one frame draws (``draw_scene``, once per rendered frame, after the fixed s
 2. every visible cloth in the view ``RenderSettings.view`` selects (components/render.py): shaded two-sided
    (front/back colour × checker or image texture on rest UVs), normals as RGB (Fisher "Rendering"),
    wireframe, strain heatmap, or particles as points. Loop subdivision and smooth normals come from
-   systems/surface.py; each cloth owns one vertex buffer, preallocated and updated in place with
+   systems/render/surface.py; each cloth owns one vertex buffer, preallocated and updated in place with
    ``buffer.write`` of a preallocated float32 array — no GL object is created per frame;
 3. the HUD: FPS, particles, sim ms per frame and model (``App.report()``), rendered with pygame.font into one
    fixed-size texture four times a second.
@@ -37,6 +37,7 @@ from loom.components import Camera, Cloth, Collider, Transform
 from loom.components.collider import Box, Capsule, Cylinder, Plane, Prism, Sphere, TriangleMesh
 from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
+from loom.engine.geometry import grid_triangles
 from loom.engine.window import FrameCapture, Window, WindowSettings, create_gl_context, save_png
 from loom.systems.render.surface import ClothSurface
 
@@ -644,10 +645,7 @@ def _lathe(radius: np.ndarray, y: np.ndarray, normal_r: np.ndarray, normal_y: np
     pos = np.stack([radius[:, None] * s, np.broadcast_to(y[:, None], (y.size, theta.size)), radius[:, None] * c], -1)
     nrm = np.stack([normal_r[:, None] * s, np.broadcast_to(normal_y[:, None], (y.size, theta.size)),
                     normal_r[:, None] * c], -1)
-    cols = theta.size
-    i, j = np.meshgrid(np.arange(y.size - 1), np.arange(segments), indexing="ij")
-    a, b = i * cols + j, (i + 1) * cols + j
-    tri = np.stack([np.stack([a, b, b + 1], -1), np.stack([a, b + 1, a + 1], -1)], 2).reshape(-1, 3)
+    tri = grid_triangles(theta.size, y.size, checkerboard=False)      # vertex (row i, angle j): i·theta.size + j
     pos, nrm = pos.reshape(-1, 3), nrm.reshape(-1, 3)
     return _oriented(pos[tri].reshape(-1, 3), nrm[tri].reshape(-1, 3), np.zeros((tri.size, 2)))
 

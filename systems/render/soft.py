@@ -1,10 +1,10 @@
 """Software renderer: draw cloth onto a pygame Surface the game owns — shaded, depth-tested, no OpenGL.
 
 For plain pygame games and headless tests (a ``pygame.Surface`` needs no display). Per frame, all in numba:
-refresh each cloth's shared ``ClothSurface`` (systems/surface.py: Loop subdivision, vertex normals, strain),
+refresh each cloth's shared ``ClothSurface`` (systems/render/surface.py: Loop subdivision, vertex normals, strain),
 project it with the Camera's matrices, shade two-sided Lambert — the front colour where the projected
 triangle runs counter-clockwise as seen (its front faces the eye), the back colour otherwise — rasterize into
-the renderer's own z-buffer (systems/render_soft_kernels.py), then copy only the pixels the cloth covers into
+the renderer's own z-buffer (systems/render/soft_kernels.py), then copy only the pixels the cloth covers into
 the game's surface. The background shows through everywhere else, and intersecting folds hide each other
 per pixel (no painter's sort)::
 
@@ -40,6 +40,7 @@ from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
 from loom.systems.render import soft_kernels as _k
 from loom.systems.render.surface import ClothSurface
+from loom.systems.shared.held import hold
 
 _MODES = {"shaded": _k.SHADED, "normals": _k.NORMALS, "strain": _k.STRAIN, "wireframe": _k.FLAT}
 WIRE_WIDTH = 0.6
@@ -79,6 +80,7 @@ class SoftRenderer:
         self.color = np.zeros((w, h), np.uint32, order="F")      # x contiguous, like a surface's rows
         self.depth = np.full((w, h), _k.DEPTH_CLEAR, np.float32, order="F")
         self._bbox = np.array([w, h, -1, -1], np.int64)          # drawn pixels, inclusive; empty when x1 < x0
+        self._target = hold(_k.RasterTarget(self.color, self.depth, self._bbox))
         self._overlay = None
 
     @property
@@ -158,10 +160,12 @@ class SoftRenderer:
         texture = style.texture
         kind = _k.NO_TEXTURE if texture is None or view != "shaded" else \
             _k.CHECKER if isinstance(texture, str) else _k.IMAGE
-        _k.rasterize(screen, valid, fine.normal, fine.uv, fine.strain, fine.triangles, settings.light_direction,
-                     style.front_color, style.back_color, settings.ambient, _MODES[view], settings.strain_scale,
-                     kind, style.checker_scale, texture if kind == _k.IMAGE else _NO_IMAGE, uv_lo, uv_span,
-                     WIRE_WIDTH if view == "wireframe" else 0.0, self.color, self.depth, self._bbox)
+        mesh = hold(_k.RasterMesh(screen, valid, fine.normal, fine.uv, fine.strain, fine.triangles))
+        image = texture if kind == _k.IMAGE else _NO_IMAGE
+        textured = hold(_k.RasterTexture(kind, float(style.checker_scale), image, uv_lo, uv_span))
+        _k.rasterize(mesh, settings.light_direction, style.front_color, style.back_color, settings.ambient,
+                     _MODES[view], settings.strain_scale, textured, WIRE_WIDTH if view == "wireframe" else 0.0,
+                     self._target)
         return entry
 
     def _draw_particles(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray) -> None:
@@ -169,7 +173,7 @@ class SoftRenderer:
         screen, valid = self._scratch_for(cloth.particle_count)
         _k.project_points(cloth.x, mvp, self.size[0], self.size[1], screen, valid)
         _k.splat_points(screen, valid, cloth.inv_mass, settings.point_size, style.front_color, PINNED_COLOR,
-                        self.color, self.depth, self._bbox)
+                        self._target)
 
     def _scratch_for(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Projected points (n, 4) and their validity (n,): views of buffers grown to the largest n seen."""

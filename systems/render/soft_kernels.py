@@ -1,16 +1,20 @@
 """Software rasterizer kernels: project, shade and z-buffer cloth triangles into (w, h) pixel buffers.
 
-Used by ``systems/render_soft.py``; kept apart so the API file reads as API (Newton's solver/kernels split).
-Normals, Loop subdivision and per-vertex strain come from the shared ``systems/surface.py`` (``ClothSurface``).
+Used by ``systems/render/soft.py``; kept apart so the API file reads as API (Newton's solver/kernels split).
+Normals, Loop subdivision and per-vertex strain come from the shared ``systems/render/surface.py`` (``ClothSurface``).
 Buffers are indexed [x, y] like ``pygame.surfarray`` (x right, y down, pixel centres at +0.5) and laid out
 like a surface's pixels (Fortran order: x contiguous), so every kernel walks rows outer, x inner. Colours
 come in as RGB in [0, 1] and are stored packed 0xAARRGGBB; ``composite`` repacks them into the target
-surface's channel layout. Every kernel takes arrays and scalars, writes only the arrays it names last, and
-never raises: a triangle with a non-finite or clipped vertex is skipped.
+surface's channel layout. Every kernel takes arrays, scalars and the structs below, writes only the arrays it
+names last, and never raises: a triangle with a non-finite or clipped vertex is skipped. The structs group
+arrays that travel together: ``RasterTarget`` the renderer's buffers, ``RasterMesh`` one projected cloth,
+``RasterTexture`` its texture (named tuples, held: ``loom.systems.shared.held``; one argument each).
 """
 from __future__ import annotations
 
 import math
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -18,7 +22,7 @@ import numpy as np
 DEPTH_CLEAR = np.float32(np.inf)
 """Depth of a pixel no cloth covers (every drawn depth is in [0, 1])."""
 SHADED, NORMALS, STRAIN, FLAT = 0, 1, 2, 3
-"""``rasterize`` colour modes, as in the GL renderer's cloth shader (systems/render_gl.py): side colour ×
+"""``rasterize`` colour modes, as in the GL renderer's cloth shader (systems/render/gl.py): side colour ×
 texture × two-sided Lambert; RGB = front normal · 0.5 + 0.5; lit strain heatmap (light grey at rest, red
 stretched, blue compressed); unlit side colour (the wireframe view)."""
 NO_TEXTURE, CHECKER, IMAGE = 0, 1, 2
@@ -29,6 +33,49 @@ STRAIN_REST = np.array([0.95, 0.95, 0.95])
 STRAIN_STRETCH = np.array([0.9, 0.08, 0.05])
 STRAIN_COMPRESS = np.array([0.1, 0.25, 0.95])
 """Strain heatmap colours, RGB in [0, 1]: at rest, at +strain_scale and at −strain_scale (as the GL shader)."""
+
+
+class RasterTarget(NamedTuple):
+    """The buffers every kernel draws into (held: ``loom.systems.shared.held``)."""
+
+    color: np.ndarray
+    """(w, h) uint32 0xAARRGGBB."""
+    depth: np.ndarray
+    """(w, h) float32 in [0, 1]; DEPTH_CLEAR where no cloth is."""
+    bbox: np.ndarray
+    """(4,) int64 [x0, y0, x1, y1]: inclusive pixel bounds of everything written (empty when x1 < x0)."""
+
+
+class RasterMesh(NamedTuple):
+    """One cloth surface as ``rasterize`` reads it (held)."""
+
+    screen: np.ndarray
+    """Projected vertices, (n, 4) (``project_points``)."""
+    valid: np.ndarray
+    """Drawable vertices, (n,) bool (``project_points``)."""
+    normals: np.ndarray
+    """Unit vertex normals, (n, 3)."""
+    uv: np.ndarray
+    """Rest material coordinates, (n, 2) [m]."""
+    strain: np.ndarray
+    """Strain per vertex, (n,) [-]."""
+    triangles: np.ndarray
+    """(t, 3) int, counter-clockwise from the front."""
+
+
+class RasterTexture(NamedTuple):
+    """What multiplies the SHADED colour (held)."""
+
+    kind: int
+    """NO_TEXTURE, CHECKER or IMAGE."""
+    checker_scale: float
+    """Side of a checker square [m] of rest uv (the dark ones at CHECKER_DARK)."""
+    image: np.ndarray
+    """(h, w, 3) uint8, row 0 at the top, nearest texel."""
+    uv_lo: np.ndarray
+    """Rest uv at the image's bottom-left corner, (2,) [m]."""
+    uv_span: np.ndarray
+    """Rest uv extent the image is stretched over, (2,) [m]."""
 
 
 @numba.njit(cache=True)
@@ -96,18 +143,14 @@ def _corner_color(mode, i, sign, normals, strain, light, side, ambient, strain_s
 
 
 @numba.njit(cache=True)
-def rasterize(screen, valid, normals, uv, strain, triangles, light, front_rgb, back_rgb, ambient, mode,
-              strain_scale, texture_kind, checker_scale, image, uv_lo, uv_span, wire_width, color, depth, bbox):
+def rasterize(mesh, light, front_rgb, back_rgb, ambient, mode, strain_scale, texture, wire_width, target):
     """Draw triangles with a depth test: two-sided Lambert in the front or back colour, or a debug view.
 
-    screen (n, 4) and valid (n,) from ``project_points``; normals (n, 3) unit vertex normals; uv (n, 2) rest
-    material coordinates [m]; strain (n,) [-] per vertex; triangles (t, 3) int, counter-clockwise from the
-    front; light (3,) unit world direction toward the light; front_rgb, back_rgb (3,) in [0, 1]; ambient [-]:
-    shade = ambient + (1 − ambient)·max(0, n·l) with n turned toward the eye. mode SHADED, NORMALS, STRAIN
-    (strain_scale [-]: the strain shown at full red or blue) or FLAT. texture_kind NO_TEXTURE, CHECKER (squares of
-    checker_scale [m] of rest uv, the dark ones at CHECKER_DARK) or IMAGE (image (h, w, 3) uint8, row 0 at
-    the top, stretched over uv_lo … uv_lo + uv_span [m], nearest texel) multiplies the SHADED colour;
-    wire_width [px]: when > 0 draw only the pixels nearer than this to an edge (wireframe), else fill.
+    mesh: a held ``RasterMesh``; light (3,) unit world direction toward the light; front_rgb, back_rgb (3,) in
+    [0, 1]; ambient [-]: shade = ambient + (1 − ambient)·max(0, n·l) with n turned toward the eye. mode
+    SHADED, NORMALS, STRAIN (strain_scale [-]: the strain shown at full red or blue) or FLAT. texture: a
+    held ``RasterTexture``, multiplies the SHADED colour; wire_width [px]: when > 0 draw only the pixels nearer
+    than this to an edge (wireframe), else fill. target: a held ``RasterTarget``.
 
     A triangle is front-facing when its projected corners run clockwise in y-down pixels (counter-clockwise
     as the eye sees them), i.e. its signed pixel area is negative. Colours are computed at the corners and
@@ -115,12 +158,14 @@ def rasterize(screen, valid, normals, uv, strain, triangles, light, front_rgb, b
     texture coordinates. A pixel is drawn
     when its centre lies inside or on the triangle (no gaps between neighbours; a shared edge may be written
     twice, at equal depth) and its depth — affine in screen space, exact for NDC depth under perspective —
-    is below depth[x, y]. Writes color (w, h) uint32 0xAARRGGBB, depth (w, h) float32, and grows bbox (4,)
-    int64 [x0, y0, x1, y1] (inclusive pixel bounds of everything written).
+    is below depth[x, y]. Writes the target's color and depth, and grows its bbox.
     Experiments (cape + flag benchmark, interleaved A/B): edge lengths only for the wireframe saved 10 % at
     subdivision 1 and 28 % at 2; rejecting triangles with no pixel centre *before* the corner colours was
     25–40 % slower (kept after); 1-D row views of depth and color were 10–20 % slower (unlike ``composite``).
     """
+    screen, valid, normals, uv, strain, triangles = mesh.value
+    texture_kind, checker_scale, image, uv_lo, uv_span = texture.value
+    color, depth, bbox = target.value
     width, height = color.shape[0], color.shape[1]
     rgb = np.empty((3, 3))                               # corner × channel
     tex = np.zeros((3, 2))                               # corner × (texture column, row) or (u, v) / scale
@@ -208,11 +253,12 @@ def rasterize(screen, valid, normals, uv, strain, triangles, light, front_rgb, b
 
 
 @numba.njit(cache=True)
-def splat_points(screen, valid, inv_mass, size, rgb, pinned_rgb, color, depth, bbox):
+def splat_points(screen, valid, inv_mass, size, rgb, pinned_rgb, target):
     """Draw each particle as a depth-tested square of ``size`` [px], pinned ones (inv_mass 0) in pinned_rgb.
 
     screen (n, 4), valid (n,) from ``project_points``; inv_mass (n,) [1/kg]; rgb, pinned_rgb (3,) in [0, 1].
-    Writes color, depth and grows bbox like ``rasterize``."""
+    Writes the held ``RasterTarget``'s color and depth and grows its bbox like ``rasterize``."""
+    color, depth, bbox = target.value
     width, height = color.shape[0], color.shape[1]
     half = 0.5 * size
     for i in range(screen.shape[0]):

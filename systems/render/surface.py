@@ -1,8 +1,10 @@
 """Surface: what every renderer draws from a cloth — smooth normals, Loop subdivision, per-vertex strain.
 
 Not a system: shared kernels and a per-cloth cache (``ClothSurface``) that the GL renderer
-(systems/render_gl.py) and the software renderer (systems/render_soft.py) both use, so neither imports
-the other. Following Fisher's "Rendering" notes (seeds/fisher-cloth-notes.txt):
+(systems/render/gl.py) and the software renderer (systems/render/soft.py) both use, so neither imports
+the other. The normals kernel itself is ``loom.engine.geometry``'s (re-exported here as ``vertex_normals``),
+shared with the mass-spring model and the thickness export. Following Fisher's "Rendering" notes
+(seeds/fisher-cloth-notes.txt):
 
 - **Normals** are area-weighted vertex normals: the sum of the unnormalised face normals
   cross(p1 − p0, p2 − p0) (each 2·area long) of the triangles around a vertex, normalised. Fisher colours
@@ -40,6 +42,7 @@ import numba
 import numpy as np
 
 from loom.components.cloth import STRETCH
+from loom.engine.geometry import vertex_normals, vertex_normals_into
 
 CORNER_ANGLE = math.radians(40.0)
 """A boundary vertex whose boundary turns by more than this in the rest shape is a corner and is kept
@@ -117,18 +120,6 @@ def subdivide(stencil: LoopStencil, values: np.ndarray, out: np.ndarray | None =
     return out
 
 
-def vertex_normals(x: np.ndarray, triangles: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Return area-weighted unit vertex normals (n, 3) of positions x (n, 3) [m] and triangles (t, 3).
-
-    Each vertex sums the face normals cross(p1 − p0, p2 − p0) (length 2·area) of its triangles and
-    normalises; a vertex in no triangle, or only in degenerate ones, gets (0, 0, 0)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    if out is None:
-        out = np.empty_like(x)
-    _vertex_normals(np.ascontiguousarray(triangles, dtype=np.int32), x, out)
-    return out
-
-
 def vertex_strain(x: np.ndarray, link_i: np.ndarray, link_j: np.ndarray, link_rest: np.ndarray,
                   link_use: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Return each particle's mean link strain (n,) [-]: mean of |xᵢ − xⱼ| / rest − 1 over its used links.
@@ -183,7 +174,7 @@ class ClothSurface:
             _apply_csr(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
         else:
             self.x[:] = cloth.x
-        _vertex_normals(self.triangles, self.x, self.normal)
+        vertex_normals_into(self.triangles, self.x, self.normal)
         if strain:
             _vertex_strain(cloth.link_i, cloth.link_j, cloth.link_rest, self._link_use, cloth.x, self.particle_strain)
             if self.stencil is not None:
@@ -330,30 +321,6 @@ def _csr_matmul(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val, b_cols):
 
 
 @numba.njit(cache=True)
-def _vertex_normals(triangles, x, out):
-    """Area-weighted unit vertex normals: out (n, 3) = normalise(Σ cross(p1 − p0, p2 − p0)) over each vertex's
-    triangles (Fisher "Rendering"); triangles (t, 3) int32, x (n, 3) [m]; zero where the sum is zero."""
-    out[:, :] = 0.0
-    for f in range(triangles.shape[0]):
-        a, b, c = triangles[f, 0], triangles[f, 1], triangles[f, 2]
-        ux, uy, uz = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
-        vx, vy, vz = x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2]
-        nx = uy * vz - uz * vy
-        ny = uz * vx - ux * vz
-        nz = ux * vy - uy * vx
-        for v in (a, b, c):
-            out[v, 0] += nx
-            out[v, 1] += ny
-            out[v, 2] += nz
-    for v in range(out.shape[0]):
-        length = math.sqrt(out[v, 0] ** 2 + out[v, 1] ** 2 + out[v, 2] ** 2)
-        if length > 0.0:
-            out[v, 0] /= length
-            out[v, 1] /= length
-            out[v, 2] /= length
-
-
-@numba.njit(cache=True)
 def _vertex_strain(link_i, link_j, link_rest, link_use, x, out):
     """Mean strain |xᵢ − xⱼ| / rest − 1 [-] of each particle's used links → out (n,); 0 with no used link.
 
@@ -374,7 +341,3 @@ def _vertex_strain(link_i, link_j, link_rest, link_use, x, out):
     for v in range(n):
         if count[v] > 0.0:
             out[v] /= count[v]
-
-
-vertex_normals_into = _vertex_normals
-"""The normals kernel for other kernels: ``vertex_normals_into(triangles, x, out)`` (njit, in place)."""

@@ -1,6 +1,6 @@
 """Window loop: pygame events → InputState, ``app.update(real_dt)`` on a real clock, draw, flip; camera controls.
 
-Opt-in: a game adds ``WindowPlugin()`` next to a renderer plugin (systems/render_gl.py). It inserts an
+Opt-in: a game adds ``WindowPlugin()`` next to a renderer plugin (systems/render/gl.py). It inserts an
 ``loom.engine.runner.WindowRunner`` whose ``open(app, args)`` the shared command line calls when ``--headless``
 is not given, so every game gets the same loop::
 

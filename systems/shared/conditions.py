@@ -11,12 +11,13 @@ from collections.abc import Callable
 
 from loom.components import Cloth
 from loom.engine import App
+from loom.systems.shared.model_index import cloths_of
 
 
 def uses_model(model: str) -> Callable[[App], bool]:
-    """Condition: some substepped or whole-step Cloth in the world uses ``model`` ("verlet", …)."""
+    """Condition: some Cloth in the world uses ``model`` ("verlet", …); asks the model index (model_index.py)."""
     def condition(app: App) -> bool:
-        return any(cloth.model == model for _, cloth in app.query(Cloth))
+        return bool(cloths_of(app, model))
     condition.__name__ = f"uses_{model}"
     return condition
 

@@ -14,13 +14,16 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
 - tethers (long-range attachments, Kim et al. 2012): a free particle may be no farther from each
   of its anchors than in the rest shape; one-sided, only the free particle moves.
 
-Constraints of one colour share no particle, so the serial kernel and the parallel one give
-bit-identical results. The parallel kernel is used when numba has more than one thread and the
-cloth has at least ``PARALLEL_MIN_LINKS`` links (below that, thread start-up costs more than it saves).
+Constraints of one colour share no particle, so the serial kernel and the parallel one (one source,
+``_solve``, compiled twice) give bit-identical results. The parallel kernel is used when numba has more
+than one thread and the cloth has at least ``PARALLEL_MIN_LINKS`` links (below that, thread start-up
+costs more than it saves). The kernels read a cloth as one held ``ConstraintArrays``, built once per
+cloth and rebuilt only when the cloth replaces an array.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -30,6 +33,9 @@ from loom.components import Cloth
 from loom.engine import App
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 from loom.systems.shared.distance_limits import relax_distances
+from loom.systems.shared.held import Held, hold
+from loom.systems.shared.model_index import clothes_of
+from loom.systems.xpbd.predict import MODEL
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
@@ -59,45 +65,114 @@ def solve_constraints(app: App, h: float) -> None:
     call as a batch, a cloth per thread (``ConstraintBatch``)."""
     inv_h2 = 1.0 / (h * h)
     parallel = numba.get_num_threads() > 1
-    clothes = [cloth for _, cloth in app.query(Cloth) if cloth.model == "xpbd"]
+    clothes = clothes_of(app, MODEL)
+    tables = app.init_resource(ConstraintTables)
+    if app.clock.substep_index == 0:
+        tables.keep_only(clothes)
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
     if batchable(small, heavy=True):
         batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
-            batch.update(small)
-        _solve_batch(inv_h2, *batch.arrays())      # a cloth per thread; the same on one thread
+            batch.update(small, tables)
+        _solve_batch(inv_h2, batch.iterations, batch.bend_compliance, batch.clothes)   # a cloth per thread
     for cloth in clothes:
         if batch is None or cloth.link_count >= PARALLEL_MIN_LINKS:
             kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
-            kernel(cloth.iterations, inv_h2, *_solve_arrays(cloth))
+            kernel(cloth.iterations, inv_h2, cloth.material.bend_angle_compliance, tables.get(cloth))
         if cloth.material.strain_limit is not None:      # Provot 1995: passes of the deformation limit
             relax_distances(STRAIN_LIMIT_MAX_PASSES, cloth.link_i, cloth.link_j, _zeros(cloth.link_count),
                             cloth.link_max, cloth.inv_mass, cloth.x)
 
 
-def _solve_arrays(cloth: Cloth) -> tuple:
-    """The arrays and bend compliance a solve kernel takes after ``iterations, inv_h2``."""
+class ConstraintArrays(NamedTuple):
+    """One XPBD cloth as the solve kernels read it, held (``loom.systems.shared.held``): references to the
+    cloth's own arrays, no copies."""
+
+    link_i: np.ndarray
+    """First particle of each link, (c,) int32, colour order."""
+    link_j: np.ndarray
+    """Second particle of each link, (c,) int32."""
+    link_rest: np.ndarray
+    """Rest length of each link, (c,) [m]."""
+    link_compliance: np.ndarray
+    """Compliance α of each link, (c,) [m/N]."""
+    link_offsets: np.ndarray
+    """First link of each colour, (colours + 1,)."""
+    bend_quads: np.ndarray
+    """Dihedral bend quads (e0, e1, o0, o1), (b, 4), colour order."""
+    bend_rest_angle: np.ndarray
+    """Rest dihedral angle of each quad, (b,) [rad]."""
+    bend_offsets: np.ndarray
+    """First quad of each colour, (colours + 1,) (no colour unless bend_model="dihedral")."""
+    tether_offsets: np.ndarray
+    """Each particle's first tether, CSR, (n + 1,)."""
+    tether_anchor: np.ndarray
+    """Anchor particle of each tether, (m,)."""
+    tether_length: np.ndarray
+    """Longest allowed distance to the anchor, (m,) [m]."""
+    inv_mass: np.ndarray
+    """(n,) [1/kg]."""
+    x: np.ndarray
+    """Positions, (n, 3) [m]: written."""
+    link_lambda: np.ndarray
+    """XPBD multiplier of each link, (c,): written."""
+    bend_lambda: np.ndarray
+    """XPBD multiplier of each bend quad, (b,): written."""
+
+
+def _constraint_arrays(cloth: Cloth) -> Held:
+    """``cloth``'s current arrays as a held ``ConstraintArrays`` (its bend quads only for bend_model="dihedral")."""
     bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
-    return (cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, cloth.link_color_offsets,
-            cloth.bend_quads, cloth.bend_rest_angle, cloth.material.bend_angle_compliance, bend_offsets,
-            cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
-            cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda)
+    return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance,
+                                 cloth.link_color_offsets, cloth.bend_quads, cloth.bend_rest_angle, bend_offsets,
+                                 cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
+                                 cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda))
+
+
+class ConstraintTables:
+    """Resource: each XPBD cloth's held ``ConstraintArrays``, rebuilt only when the cloth has replaced an array
+    (its ``revision``; a snapshot load, which restores the revision with new arrays, by ``x``'s identity)
+    or changed bend model; arrays changed in place need nothing. Snapshots save it empty (derived data)."""
+
+    def __init__(self) -> None:
+        self.by_cloth: dict[int, tuple[Cloth, int, np.ndarray, str, Held]] = {}
+
+    def get(self, cloth: Cloth) -> Held:
+        """``cloth``'s held ``ConstraintArrays``, up to date."""
+        entry = self.by_cloth.get(id(cloth))
+        bend_model = cloth.material.bend_model
+        if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x \
+                or entry[3] != bend_model:
+            entry = (cloth, cloth.revision, cloth.x, bend_model, _constraint_arrays(cloth))
+            self.by_cloth[id(cloth)] = entry
+        return entry[4]
+
+    def keep_only(self, clothes: list[Cloth]) -> None:
+        """Forget the structs of cloths not in ``clothes`` (despawned), so their arrays can be freed."""
+        if len(self.by_cloth) > len(clothes):
+            kept = {id(c) for c in clothes}
+            self.by_cloth = {k: entry for k, entry in self.by_cloth.items() if k in kept}
+
+    def __getstate__(self) -> dict:
+        """Saved empty: held structs do not pickle, and a loaded world rebuilds them at its first step."""
+        return {"by_cloth": {}}
 
 
 class ConstraintBatch:
-    """Resource: the small XPBD cloths as one batch (systems/batch.py), solved a cloth per thread."""
+    """Resource: the small XPBD cloths as one batch (systems/shared/batch.py), solved a cloth per thread."""
 
     def __init__(self) -> None:
         self.batch = Batch()
-        self.lists: tuple = ()
+        self.clothes = None
+        """Typed list of the cloths' held ``ConstraintArrays``."""
         self.iterations = np.zeros(0, np.int64)
         self.bend_compliance = np.zeros(0)
 
-    def update(self, clothes: list[Cloth]) -> None:
+    def update(self, clothes: list[Cloth], tables: ConstraintTables) -> None:
         """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
         key = (revisions(clothes), tuple(c.material.bend_model for c in clothes))
-        self.lists = self.batch.update(key, lambda: [row[:7] + row[8:] for row in map(_solve_arrays, clothes)])
+        (self.clothes,) = self.batch.update(key, lambda: [(tables.get(c),) for c in clothes])
         if self.iterations.shape[0] != len(clothes):
             self.iterations = np.zeros(len(clothes), np.int64)
             self.bend_compliance = np.zeros(len(clothes))
@@ -105,14 +180,15 @@ class ConstraintBatch:
             self.iterations[k] = c.iterations
             self.bend_compliance[k] = c.material.bend_angle_compliance
 
-    def arrays(self) -> tuple:
-        """Arguments of ``_solve_batch`` after inv_h2."""
-        return (self.iterations, self.bend_compliance, *self.lists)
+    def __getstate__(self) -> dict:
+        """Saved empty: typed lists do not pickle, and a loaded world rebuilds the batch at its first step."""
+        return {"batch": Batch(), "clothes": None, "iterations": np.zeros(0, np.int64),
+                "bend_compliance": np.zeros(0)}
 
 
 def refresh_tethers(app: App, dt: float) -> None:
     """Rebuild a cloth's tethers when its set of anchors (particles of inverse mass 0) has changed."""
-    clothes = [cloth for _, cloth in app.query(Cloth) if cloth.tethers and cloth.model == "xpbd"]
+    clothes = [cloth for cloth in clothes_of(app, MODEL) if cloth.tethers]
     if len(clothes) >= BATCH_MIN_CLOTHS:                  # one call compares every cloth's anchors
         batch = app.init_resource(AnchorBatch)
         if batch.changed.shape[0] != len(clothes):
@@ -230,16 +306,14 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
     x[o1, 2] += w3 * g3z * dlam
 
 
-@numba.njit(cache=True)
-def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance,
-                  link_offsets, quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor,
-                  tether_length, inv_mass, x, link_lambda, bend_lambda):
+@numba.njit(inline="always")
+def _solve(iterations, inv_h2, bend_compliance, held):
     """``iterations`` Gauss–Seidel sweeps over colours of links, then bend quads, then tethers.
 
     Each link k is one XPBD distance projection (Macklin et al. 2016 eq. 18): Δλ = (l₀ − l − α̃λ) /
     (w_a + w_b + α̃) with α̃ = α/h², x_a += w_a·n·Δλ, x_b −= w_b·n·Δλ, n the unit direction b→a
     (Fuhrmann 2003 eqs. 6–9: mass weighting keeps the centre of mass).
-    link_* (c,) colour order [m, m/N, m]; inv_mass (n,) [1/kg]; writes x (n, 3) [m] and the
+    held: the cloth's held ``ConstraintArrays``; bend_compliance [rad/(N·m)]; writes x (n, 3) [m] and the
     multipliers, which restart from 0 every substep.
 
     Tethers (one-sided, anchor fixed) run on every second sweep ending with the last: every sweep
@@ -248,62 +322,28 @@ def _solve_serial(iterations, inv_h2, link_i, link_j, link_rest, link_compliance
 
     The link projection is written out in the loop, not called: numba's IR inlining of a helper
     measured 17–23 ns per projection and an LLVM-inlined call 9–41 ns depending on its size, against
-    9 ns written out (n = 128 sheet, AMD EPYC). Twin of ``_solve_parallel`` (same loops, ``range``
-    for ``prange``): change both together."""
-    link_lambda[:] = 0.0
-    bend_lambda[:] = 0.0
-    bend_alpha = bend_compliance * inv_h2
-    for it in range(iterations):
-        for c in range(link_offsets.shape[0] - 1):
-            for k in range(link_offsets[c], link_offsets[c + 1]):
-                a = link_i[k]
-                b = link_j[k]
-                wa = inv_mass[a]
-                wb = inv_mass[b]
-                w = wa + wb
-                if w == 0.0:
-                    continue
-                dx = x[a, 0] - x[b, 0]
-                dy = x[a, 1] - x[b, 1]
-                dz = x[a, 2] - x[b, 2]
-                length = math.sqrt(dx * dx + dy * dy + dz * dz)
-                if length < 1e-12:
-                    continue
-                alpha = link_compliance[k] * inv_h2
-                dlam = (link_rest[k] - length - alpha * link_lambda[k]) / (w + alpha)
-                link_lambda[k] += dlam
-                s = dlam / length
-                x[a, 0] += wa * s * dx
-                x[a, 1] += wa * s * dy
-                x[a, 2] += wa * s * dz
-                x[b, 0] -= wb * s * dx
-                x[b, 1] -= wb * s * dy
-                x[b, 2] -= wb * s * dz
-        for c in range(bend_offsets.shape[0] - 1):
-            for q in range(bend_offsets[c], bend_offsets[c + 1]):
-                _project_bend(q, quads, rest_angle, bend_alpha, inv_mass, x, bend_lambda)
-        if tether_anchor.shape[0] > 0 and (iterations - 1 - it) % 2 == 0:
-            for p in range(x.shape[0]):
-                if inv_mass[p] == 0.0:
-                    continue
-                for t in range(tether_offsets[p], tether_offsets[p + 1]):
-                    a = tether_anchor[t]
-                    dx = x[p, 0] - x[a, 0]
-                    dy = x[p, 1] - x[a, 1]
-                    dz = x[p, 2] - x[a, 2]
-                    dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-                    if dist > tether_length[t]:          # one-sided: only a too-far particle moves
-                        s = tether_length[t] / dist
-                        x[p, 0] = x[a, 0] + dx * s
-                        x[p, 1] = x[a, 1] + dy * s
-                        x[p, 2] = x[a, 2] + dz * s
+    9 ns written out (n = 128 sheet, AMD EPYC).
 
-
-@numba.njit(cache=True, parallel=True)
-def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_compliance,
-                    link_offsets, quads, rest_angle, bend_compliance, bend_offsets, tether_offsets, tether_anchor,
-                    tether_length, inv_mass, x, link_lambda, bend_lambda):
-    """Twin of ``_solve_serial`` with each colour's loop split over threads (same result, bit for bit)."""
+    One source for both kernels: inlined into ``_solve_serial`` its ``prange`` loops run as plain
+    loops; into ``_solve_parallel`` (parallel=True) each colour's loop is split over the threads.
+    Two thin wrappers, not one function compiled twice: numba's cache keys an entry by function and
+    signature, not by flags, so the two compilations would overwrite each other."""
+    arrays = held.value
+    link_i = arrays.link_i
+    link_j = arrays.link_j
+    link_rest = arrays.link_rest
+    link_compliance = arrays.link_compliance
+    link_offsets = arrays.link_offsets
+    quads = arrays.bend_quads
+    rest_angle = arrays.bend_rest_angle
+    bend_offsets = arrays.bend_offsets
+    tether_offsets = arrays.tether_offsets
+    tether_anchor = arrays.tether_anchor
+    tether_length = arrays.tether_length
+    inv_mass = arrays.inv_mass
+    x = arrays.x
+    link_lambda = arrays.link_lambda
+    bend_lambda = arrays.bend_lambda
     link_lambda[:] = 0.0
     bend_lambda[:] = 0.0
     bend_alpha = bend_compliance * inv_h2
@@ -353,20 +393,28 @@ def _solve_parallel(iterations, inv_h2, link_i, link_j, link_rest, link_complian
                         x[p, 2] = x[a, 2] + dz * s
 
 
+@numba.njit(cache=True)
+def _solve_serial(iterations, inv_h2, bend_compliance, held):
+    """``_solve`` on the calling thread."""
+    _solve(iterations, inv_h2, bend_compliance, held)
+
+
 @numba.njit(cache=True, parallel=True)
-def _solve_batch(inv_h2, iterations, bend_compliance, link_i, link_j, link_rest, link_compliance,
-                          link_offsets, quads, rest_angle, bend_offsets, tether_offsets, tether_anchor, tether_length,
-                          inv_mass, x, link_lambda, bend_lambda):
-    """``_solve_serial`` for each cloth of a batch (typed lists, one entry per cloth), the cloths spread
-    over the threads. Cloths share nothing, so the result is the same on any thread count; on one thread
-    the parallel launch costs about 1 % over a plain loop (100 flags: 1.50 against 1.49 ms), so there is
-    no serial twin."""
+def _solve_parallel(iterations, inv_h2, bend_compliance, held):
+    """``_solve`` with each colour's links, bend quads and the tethers split over the threads (the same
+    result, bit for bit: a colour's constraints share no particle)."""
+    _solve(iterations, inv_h2, bend_compliance, held)
+
+
+@numba.njit(cache=True, parallel=True)
+def _solve_batch(inv_h2, iterations, bend_compliance, clothes):
+    """``_solve_serial`` for each cloth of a batch (``clothes``, a typed list of held ``ConstraintArrays``;
+    iterations, bend_compliance (k,) per cloth), the cloths spread over the threads. Cloths share
+    nothing, so the result is the same on any thread count; on one thread the parallel launch costs
+    about 1 % over a plain loop (100 flags: 1.50 against 1.49 ms), so there is no serial twin."""
     for k in prange(iterations.shape[0]):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
-        _solve_serial(iterations[c], inv_h2, link_i[c], link_j[c], link_rest[c], link_compliance[c],
-                      link_offsets[c], quads[c], rest_angle[c], bend_compliance[c], bend_offsets[c],
-                      tether_offsets[c], tether_anchor[c], tether_length[c], inv_mass[c], x[c], link_lambda[c],
-                      bend_lambda[c])
+        _solve_serial(iterations[c], inv_h2, bend_compliance[c], clothes[c])
 
 
 @numba.njit(cache=True)

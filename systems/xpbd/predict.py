@@ -16,10 +16,14 @@ from numba import prange
 from loom.components import Cloth, Gravity
 from loom.engine import App
 from loom.systems.shared.batch import Batch, batchable, revisions
+from loom.systems.shared.model_index import clothes_of
+
+MODEL = "xpbd"
+"""The ``Cloth.model`` this package steps (registered in ``loom.systems.registry``)."""
 
 
 class IntegrationBatch:
-    """Resource: the XPBD cloths' particle arrays as one batch (systems/batch.py), with each cloth's
+    """Resource: the XPBD cloths' particle arrays as one batch (systems/shared/batch.py), with each cloth's
     damping, for worlds of many cloths."""
 
     def __init__(self) -> None:
@@ -38,7 +42,8 @@ class IntegrationBatch:
 
 
 def _xpbd_cloths(app: App) -> list[Cloth]:
-    return [cloth for _, cloth in app.query(Cloth) if cloth.model == "xpbd"]
+    """The XPBD cloths, entity order (the model index's shared list: read only)."""
+    return clothes_of(app, MODEL)
 
 
 def _batch(app: App, clothes: list[Cloth]) -> IntegrationBatch | None:

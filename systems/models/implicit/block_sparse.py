@@ -14,7 +14,7 @@ constrained (``kind`` 3, S_i = 0). The constrained part of Δv is exactly z what
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -23,23 +23,61 @@ FREE, NORMAL, FIXED = 0, 1, 3
 """Filter kinds (eq. 13): the number of constrained directions of a particle (3 − ndof)."""
 
 
-@dataclass(frozen=True)
-class BlockPattern:
-    """Block CSR layout of an n×n matrix of 3×3 blocks (§2.3), built once per topology.
-
-    indptr (n + 1,) int64 and indices (nnz,) int32: row i's blocks are ``indptr[i]:indptr[i+1]``, sorted
-    by column; diag (n,) int64: slot of block (i, i); slots: per element table (e, p) the slots (e, p, p)
-    int64 of its blocks (local row a, local column b) → block (table[:, a], table[:, b])."""
+class BlockPattern(NamedTuple):
+    """Block CSR layout of an n×n matrix of 3×3 blocks (§2.3), built once per topology; kernels take it held."""
 
     indptr: np.ndarray
+    """Row starts, (n + 1,) int64: row i's blocks are ``indptr[i]:indptr[i+1]``, sorted by column."""
     indices: np.ndarray
+    """Column of each block, (nnz,) int32."""
     diag: np.ndarray
+    """Slot of block (i, i), (n,) int64."""
     slots: tuple[np.ndarray, ...]
+    """Per element table (e, p) the slots (e, p, p) int64 of its blocks: local (a, b) → block
+    (table[:, a], table[:, b])."""
 
     @property
     def block_count(self) -> int:
         """Number of stored 3×3 blocks nnz."""
         return int(self.indices.shape[0])
+
+
+class Constraints(NamedTuple):
+    """A step's constraints (§5.1), one row per particle: the filter S, z and y."""
+
+    kind: np.ndarray
+    """Filter kind (eq. 13): FREE, NORMAL or FIXED, (n,) int8."""
+    normal: np.ndarray
+    """Constrained unit direction of a NORMAL particle, (n, 3)."""
+    z: np.ndarray
+    """Prescribed velocity change in the constrained directions (§5.1), (n, 3) [m/s]."""
+    y: np.ndarray
+    """Position alteration (eq. 17), (n, 3) [m]."""
+
+
+class PcgScratch(NamedTuple):
+    """modified_pcg's work vectors (§5.3), (n, 3) each."""
+
+    r: np.ndarray
+    """Filtered residual."""
+    c: np.ndarray
+    """Search direction."""
+    q: np.ndarray
+    """A·c."""
+    s: np.ndarray
+    """P⁻¹·r."""
+    pinv: np.ndarray
+    """Jacobi preconditioner P⁻¹ = 1/diag(A)."""
+
+    @classmethod
+    def zeros(cls, n: int) -> PcgScratch:
+        """Scratch for n particles."""
+        return zero_vectors(cls, n)
+
+
+def zero_vectors(cls: type, n: int):
+    """A ``cls`` (a named tuple of (n, 3) vectors: PcgScratch, constraints.StepVectors) of zeros for n particles."""
+    return cls(*(np.zeros((n, 3)) for _ in cls._fields))
 
 
 def build_pattern(n: int, *tables: np.ndarray) -> BlockPattern:
@@ -73,37 +111,34 @@ def to_scipy(pattern: BlockPattern, values: np.ndarray):
 
 # --- kernels: arrays in, arrays out ---------------------------------------------------------------
 @numba.njit(cache=True)
+def _row(indptr, indices, values, x, i):
+    """Row i of A·x for block CSR A: (s0, s1, s2)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        j = indices[k]
+        x0 = x[j, 0]
+        x1 = x[j, 1]
+        x2 = x[j, 2]
+        s0 += values[k, 0, 0] * x0 + values[k, 0, 1] * x1 + values[k, 0, 2] * x2
+        s1 += values[k, 1, 0] * x0 + values[k, 1, 1] * x1 + values[k, 1, 2] * x2
+        s2 += values[k, 2, 0] * x0 + values[k, 2, 1] * x1 + values[k, 2, 2] * x2
+    return s0, s1, s2
+
+
+@numba.njit(cache=True)
 def multiply(indptr, indices, values, x, out):
     """out = A·x for block CSR A. indptr (n+1,), indices (nnz,), values (nnz, 3, 3); x, out (n, 3)."""
     for i in range(out.shape[0]):
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            x0 = x[j, 0]
-            x1 = x[j, 1]
-            x2 = x[j, 2]
-            s0 += values[k, 0, 0] * x0 + values[k, 0, 1] * x1 + values[k, 0, 2] * x2
-            s1 += values[k, 1, 0] * x0 + values[k, 1, 1] * x1 + values[k, 1, 2] * x2
-            s2 += values[k, 2, 0] * x0 + values[k, 2, 1] * x1 + values[k, 2, 2] * x2
-        out[i, 0] = s0
-        out[i, 1] = s1
-        out[i, 2] = s2
+        out[i, 0], out[i, 1], out[i, 2] = _row(indptr, indices, values, x, i)
 
 
 @numba.njit(cache=True)
 def multiply_add(indptr, indices, values, x, scale, base, out):
     """out = base + scale·A·x (block CSR A); base and out (n, 3) may be the same array."""
     for i in range(out.shape[0]):
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            s0 += values[k, 0, 0] * x[j, 0] + values[k, 0, 1] * x[j, 1] + values[k, 0, 2] * x[j, 2]
-            s1 += values[k, 1, 0] * x[j, 0] + values[k, 1, 1] * x[j, 1] + values[k, 1, 2] * x[j, 2]
-            s2 += values[k, 2, 0] * x[j, 0] + values[k, 2, 1] * x[j, 1] + values[k, 2, 2] * x[j, 2]
+        s0, s1, s2 = _row(indptr, indices, values, x, i)
         out[i, 0] = base[i, 0] + scale * s0
         out[i, 1] = base[i, 1] + scale * s1
         out[i, 2] = base[i, 2] + scale * s2
@@ -141,14 +176,13 @@ def filter_vector(kind, normal, a):
 
 
 @numba.njit(cache=True)
-def modified_pcg(indptr, indices, values, diag, b, kind, normal, z, tolerance, max_iterations, warm,
-                 dv, r, c, q, s, pinv):
+def modified_pcg(pattern, values, b, constraints, tolerance, max_iterations, warm, dv, scratch):
     """Solve A·Δv = b for the free directions while Δv's constrained part is z (modified-pcg, §5.3).
 
-    A: block CSR (indptr, indices, values (nnz, 3, 3), diag (n,) slots), symmetric; b (n, 3) [N·s];
-    kind (n,) int8 and normal (n, 3): the filter S (eq. 13); z (n, 3) [m/s]: prescribed velocity change,
-    in the constrained directions only; tolerance ε [-]; max_iterations ≥ 1; warm: start from S·dv + z
-    instead of z (line 2). Writes dv (n, 3) [m/s]; r, c, q, s, pinv (n, 3) are scratch.
+    A: the held BlockPattern and its values (nnz, 3, 3), symmetric; b (n, 3) [N·s]; constraints: the held
+    Constraints, the filter S (eq. 13, kind and normal) and z (n, 3) [m/s], the prescribed velocity change in
+    the constrained directions (y is not used); tolerance ε [-]; max_iterations ≥ 1; warm: start from S·dv + z
+    instead of z (line 2). Writes dv (n, 3) [m/s]; scratch: a held PcgScratch.
     Returns (iterations, δ_new, δ_0): the loop ran while δ_new > ε²·δ_0 (line 7).
 
     Preconditioner (§5.3): Jacobi, P = diag(A), applied as P⁻¹ (the paper's text writes P_ii = 1/A_ii
@@ -158,6 +192,9 @@ def modified_pcg(indptr, indices, values, diag, b, kind, normal, z, tolerance, m
     A direction of non-positive curvature (cᵀq ≤ 0: A not positive definite there) stops the loop.
     Lines 5 and 15 filter c, so the constrained parts of Δv never leave z: exactly, for fully
     constrained particles (S_i = 0 adds 0.0), and to rounding (1e-16 relative) along a normal."""
+    indptr, indices, diag, _ = pattern.value
+    kind, normal, z, _ = constraints.value
+    r, c, q, s, pinv = scratch.value
     n = b.shape[0]
     for i in range(n):
         for k in range(3):

@@ -27,12 +27,13 @@ terms (∂²C/∂x²)·(k·C + k_d·Ċ) are not: the stretch Hessian is positive
 that turns negative under compression (buckling), and the shear Hessian a·(du·dvᵀ + dv·duᵀ)⊗I always has
 one negative eigenvalue. With ``definite`` the matrix (A and K, not the forces) keeps only their positive
 semi-definite parts: the stretch coefficient clamped at 0, and the shear term's eigenvalue of the
-coefficient's sign (closed form). The bend term is kept exact. systems/implicit.py records the
+coefficient's sign (closed form). The bend term is kept exact. solver.DEFINITE records the
 measurements behind this default.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -41,6 +42,100 @@ DEGENERATE = 1e-12
 """Lengths [m] (‖w‖, |E|) below which an element's derivatives are skipped for that step."""
 EXACT, CLAMPED, SCALED = 0, 1, 2
 """How ``_accumulate`` uses a condition's Hessian (see there)."""
+
+
+# --- what the kernels take, packed -------------------------------------------------------------------
+class RestShape(NamedTuple):
+    """A cloth's rest data as the conditions use it, built once per topology (ImplicitWorkspace)."""
+
+    triangles: np.ndarray
+    """Particle indices of each triangle, (t, 3) int."""
+    du: np.ndarray
+    """Weights of w_u = Σ du[m]·x_m (eq. 9), (t, 3) [1/m] (``rest_frames``)."""
+    dv: np.ndarray
+    """Weights of w_v = Σ dv[m]·x_m (eq. 9), (t, 3) [1/m]."""
+    area: np.ndarray
+    """uv area a of each triangle, (t,) [m²]."""
+    quads: np.ndarray
+    """Bend quads (e0, e1, o0, o1): shared edge, then the opposite corners, (b, 4) int."""
+    rest_angle: np.ndarray
+    """Rest dihedral angle θ₀ of each quad, (b,) [rad] (Cloth.bend_rest_angle)."""
+    bend_frac: np.ndarray
+    """Δu²/(Δu² + Δv²) of each quad's shared edge, (b,) [-] (``bend_u_fraction``)."""
+
+
+class Coefficients(NamedTuple):
+    """The conditions' constants (module docstring, Units), built per step from ImplicitSettings."""
+
+    k_stretch: float
+    """Stretch stiffness per unit area [N/m] (eq. 10)."""
+    kd_stretch: float
+    """Stretch damping per unit area [N·s/m] (eq. 11)."""
+    k_shear: float
+    """Shear stiffness per unit area [N/m] (§4.3)."""
+    kd_shear: float
+    """Shear damping per unit area [N·s/m]."""
+    k_bend_u: float
+    """Bend stiffness across u [N·m] (§4.3)."""
+    k_bend_v: float
+    """Bend stiffness across v [N·m]."""
+    kd_bend_u: float
+    """Bend damping across u [N·m·s]."""
+    kd_bend_v: float
+    """Bend damping across v [N·m·s]."""
+    b_u: float
+    """Rest stretch along u [-] (eq. 10; 1: no stretch)."""
+    b_v: float
+    """Rest stretch along v [-]."""
+
+    @classmethod
+    def of(cls, settings) -> Coefficients:
+        """From an ImplicitSettings (bend_stiffness_v None: k_v = k_u; bend damping is isotropic)."""
+        s = settings
+        k_bend_v = s.bend_stiffness if s.bend_stiffness_v is None else s.bend_stiffness_v
+        return cls(*(float(k) for k in (s.stretch_stiffness, s.stretch_damping, s.shear_stiffness, s.shear_damping,
+                                        s.bend_stiffness, k_bend_v, s.bend_damping, s.bend_damping, s.b_u, s.b_v)))
+
+
+class Loads(NamedTuple):
+    """What acts on the particles besides the conditions (assembled into f₀ and the diagonal of A)."""
+
+    mass: np.ndarray
+    """Particle masses, (n,) [kg]."""
+    gravity: np.ndarray
+    """Gravitational acceleration, (3,) [m/s²]."""
+    force: np.ndarray
+    """External forces (wind, user), (n, 3) [N]."""
+    drag: float
+    """Air drag −m·drag·v [1/s] (§4.4, the material's damping)."""
+
+
+class LinearSystem(NamedTuple):
+    """The step's matrices and vectors, (eq. 18): A·Δv = b; block values on a BlockPattern."""
+
+    A: np.ndarray
+    """A = M − h·∂f/∂v − h²·∂f/∂x (eq. 16), (nnz, 3, 3) [kg]."""
+    K: np.ndarray
+    """K = ∂f/∂x (eq. 8), (nnz, 3, 3) [N/m]."""
+    f: np.ndarray
+    """f₀, every force at the start of the step, (n, 3) [N]."""
+    b0: np.ndarray
+    """b₀ = h·(f₀ + h·K·v₀), (n, 3) [N·s]."""
+    b: np.ndarray
+    """b = b₀ + h·K·y plus the friction impulses of new sliders, (n, 3) [N·s]."""
+
+
+class _Element(NamedTuple):
+    """The triangle or quad ``assemble`` is adding (built inside the kernel)."""
+
+    nodes: np.ndarray
+    """Its particles, the first p of (4,) int64."""
+    p: int
+    """Particle count: 3 (triangle) or 4 (bend quad)."""
+    v: np.ndarray
+    """Their velocities, the first 3p of (12,) [m/s]."""
+    hv: np.ndarray
+    """Scratch (12,)."""
 
 
 # --- rest data (numpy, once per topology) ---------------------------------------------------------
@@ -86,22 +181,23 @@ def bend_u_fraction(quads: np.ndarray, rest_uv: np.ndarray) -> np.ndarray:
 
 # --- assembly --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def assemble(x, v, mass, drag, gravity, f_ext,
-             triangles, du, dv, area, quads, rest_angle, bend_frac,
-             k_stretch, kd_stretch, k_shear, kd_shear, k_bend_u, k_bend_v, kd_bend_u, kd_bend_v, b_u, b_v,
-             h, definite, asymmetric_damping, diag, tri_slots, quad_slots,
-             A, K, f):
+def assemble(x, v, loads, rest, coefficients, pattern, h, definite, asymmetric_damping, system):
     """Evaluate f₀ and fill A = M − h·∂f/∂v − h²·∂f/∂x (eq. 16) and K = ∂f/∂x (eq. 8 + kept eq. 12).
 
-    x (n, 3) [m], v (n, 3) [m/s], mass (n,) [kg]; drag [1/s]: air drag −m·drag·v (§4.4, the material's
-    damping); gravity (3,) [m/s²]; f_ext (n, 3) [N] (wind, user). triangles (t, 3) with du, dv (t, 3)
-    [1/m] and area (t,) [m²] from ``rest_frames``; quads (b, 4) (e0, e1, o0, o1) with rest_angle (b,)
-    [rad] and bend_frac (b,). Stiffnesses: stretch, shear [N/m] and damping [N·s/m] per unit area;
-    bend k_u, k_v [N·m], damping [N·m·s]; b_u, b_v [-] (eq. 10); h [s]; definite: use the positive
-    semi-definite parts of the stretch and shear (∂²C/∂x²)·(k·C + k_d·Ċ) terms in A and K (module docstring);
-    asymmetric_damping: add eq. 12's dropped term (tests only). diag (n,), tri_slots (t, 3, 3),
-    quad_slots (b, 4, 4): block slots from block_sparse.build_pattern.
-    Writes A, K (nnz, 3, 3) [kg], [N/m] and f (n, 3) [N] (all forces at (x, v))."""
+    x (n, 3) [m], v (n, 3) [m/s]; held (``loom.systems.shared.held``): loads, the Loads (mass, gravity,
+    external forces and air drag); rest, the RestShape; coefficients, the conditions' Coefficients; pattern,
+    the BlockPattern of its triangles and quads (block_sparse.build_pattern); system, the LinearSystem; h [s]; definite: use the positive semi-definite parts of the
+    stretch and shear (∂²C/∂x²)·(k·C + k_d·Ċ) terms in A and K (module docstring); asymmetric_damping: add
+    eq. 12's dropped term (tests only). Writes system.A, system.K (nnz, 3, 3) [kg], [N/m] and system.f (n, 3)
+    [N] (all forces at (x, v)); b0 and b are left alone."""
+    A, K, f, _, _ = system.value
+    out = (A, K, f)                             # what _accumulate adds to (the whole system: ~1–2 % slower)
+    mass, gravity, f_ext, drag = loads.value
+    shape, coeff = rest.value, coefficients.value
+    triangles, quads, rest_angle, bend_frac = shape.triangles, shape.quads, shape.rest_angle, shape.bend_frac
+    k_stretch, kd_stretch, k_shear, kd_shear, k_bend_u, k_bend_v, kd_bend_u, kd_bend_v, _, _ = coeff
+    diag = pattern.value.diag
+    tri_slots, quad_slots = pattern.value.slots
     A[:] = 0.0
     K[:] = 0.0
     n = x.shape[0]
@@ -113,27 +209,30 @@ def assemble(x, v, mass, drag, gravity, f_ext,
     cond = np.zeros(3)
     J = np.zeros((3, 12))
     H = np.zeros((3, 12, 12))
-    hv = np.zeros(12)
-    vl = np.zeros(12)
     nodes = np.zeros(4, np.int64)
+    vl = np.zeros(12)
+    hv = np.zeros(12)
+    triangle = _Element(nodes, 3, vl, hv)
+    quad = _Element(nodes, 4, vl, hv)
     work = np.zeros((6, 9, 9))
     w = np.zeros((2, 3))
+    stretch_mode = CLAMPED if definite else EXACT
     for t in range(triangles.shape[0]):
         for a in range(3):
             nodes[a] = triangles[t, a]
             for c in range(3):
                 vl[3 * a + c] = v[nodes[a], c]
-        _triangle_conditions(x, triangles, du, dv, area, b_u, b_v, t, cond, J, H, w)
-        inv_a = 1.0 / area[t]
+        _triangle_conditions(x, shape, coeff, t, cond, J, H, w)
+        inv_a = 1.0 / shape.area[t]
         for r in range(2):
-            _accumulate(nodes, 3, cond[r], J[r], H[r], k_stretch * inv_a, kd_stretch * inv_a,
-                        CLAMPED if definite else EXACT, asymmetric_damping, h, vl, hv, tri_slots[t], A, K, f)
+            _accumulate(triangle, cond[r], J[r], H[r], k_stretch * inv_a, kd_stretch * inv_a,
+                        stretch_mode, asymmetric_damping, h, tri_slots[t], out)
         mode = EXACT
         if definite:
-            _project_shear_hessian(du, dv, area, t, cond[2], J[2], vl, k_shear * inv_a, kd_shear * inv_a, H[2])
+            _project_shear_hessian(shape, t, cond[2], J[2], vl, k_shear * inv_a, kd_shear * inv_a, H[2])
             mode = SCALED
-        _accumulate(nodes, 3, cond[2], J[2], H[2], k_shear * inv_a, kd_shear * inv_a, mode, asymmetric_damping, h,
-                    vl, hv, tri_slots[t], A, K, f)
+        _accumulate(triangle, cond[2], J[2], H[2], k_shear * inv_a, kd_shear * inv_a, mode,
+                    asymmetric_damping, h, tri_slots[t], out)
     for q in range(quads.shape[0]):
         for a in range(4):
             nodes[a] = quads[q, a]
@@ -144,18 +243,20 @@ def assemble(x, v, mass, drag, gravity, f_ext,
             continue
         k = k_bend_u * bend_frac[q] + k_bend_v * (1.0 - bend_frac[q])
         kd = kd_bend_u * bend_frac[q] + kd_bend_v * (1.0 - bend_frac[q])
-        _accumulate(nodes, 4, _wrap(theta - rest_angle[q]), J[0], H[0], k, kd, EXACT, asymmetric_damping, h,
-                    vl, hv, quad_slots[q], A, K, f)
+        _accumulate(quad, _wrap(theta - rest_angle[q]), J[0], H[0], k, kd, EXACT, asymmetric_damping, h,
+                    quad_slots[q], out)
 
 
 @numba.njit(cache=True)
-def _accumulate(nodes, p, C, J, H, k, kd, mode, asymmetric, h, vl, hv, slots, A, K, f):
+def _accumulate(element, C, J, H, k, kd, mode, asymmetric, h, slots, out):
     """Add one condition's force (eqs. 7, 11) and blocks (eqs. 8, 12) of an element of p particles.
 
-    C [m² or rad]; J (≥3p,) = ∂C/∂x; H (≥3p, ≥3p) = ∂²C/∂x²; k, kd the element's stiffness and damping;
-    mode: EXACT (the H term is (k·C + k_d·Ċ)·H), CLAMPED (max(k·C + k_d·Ċ, 0)·H, for a PSD H) or SCALED
-    (H already holds the term); vl (≥3p,) the element's velocities; hv scratch; slots (p, p) block slots.
-    Adds to A, K and f."""
+    element: its nodes, p and velocities (_Element); C [m² or rad]; J (≥3p,) = ∂C/∂x; H (≥3p, ≥3p) =
+    ∂²C/∂x²; k, kd the element's stiffness and damping; mode: EXACT (the H term is (k·C + k_d·Ċ)·H),
+    CLAMPED (max(k·C + k_d·Ċ, 0)·H, for a PSD H) or SCALED (H already holds the term); h [s]; slots (p, p)
+    block slots; out = (A, K, f) of the LinearSystem, added to."""
+    nodes, p, vl, hv = element
+    A, K, f = out
     m = 3 * p
     cdot = 0.0
     for a in range(m):
@@ -191,12 +292,14 @@ def _accumulate(nodes, p, C, J, H, k, kd, mode, asymmetric, h, vl, hv, slots, A,
 
 
 @numba.njit(cache=True)
-def _project_shear_hessian(du, dv, area, t, C, J, vl, k, kd, H):
-    """Replace the shear Hessian H (9, 9) by the positive semi-definite part of (k·C + k_d·Ċ)·H.
+def _project_shear_hessian(rest, t, C, J, vl, k, kd, H):
+    """Replace triangle t's shear Hessian H (9, 9) by the positive semi-definite part of (k·C + k_d·Ċ)·H.
 
     ∂²C/∂x_m∂x_n = a·(du_m·dv_n + dv_m·du_n)·I: over the three nodes a·|du||dv|·(p·qᵀ + q·pᵀ) with p, q the
     unit du, dv, whose eigenvalues are a·|du||dv|·(p·q ± 1) on (p ± q)/|p ± q|: one ≥ 0, one ≤ 0. Times the
-    coefficient g, only the eigenvalue of g's sign is kept (closed form, no eigen-solver)."""
+    coefficient g, only the eigenvalue of g's sign is kept (closed form, no eigen-solver). vl (9,) the
+    triangle's velocities [m/s]."""
+    du, dv, area = rest.du, rest.dv, rest.area
     cdot = 0.0
     for i in range(9):
         cdot += J[i] * vl[i]
@@ -224,12 +327,14 @@ def _project_shear_hessian(du, dv, area, t, C, J, vl, k, kd, H):
 
 
 @numba.njit(cache=True)
-def _triangle_conditions(x, triangles, du, dv, area, b_u, b_v, t, cond, J, H, w_scratch):
+def _triangle_conditions(x, rest, coefficients, t, cond, J, H, w_scratch):
     """Stretch (eq. 10: rows 0, 1) and shear (§4.3: row 2) conditions of triangle t with J, H (rows, 9[, 9]).
 
-    A row whose ‖w‖ is below DEGENERATE is left zero (no force, no derivative) for this step.
-    w_scratch (2, 3) receives w_u, w_v."""
-    a = area[t]
+    rest: the RestShape; coefficients: b_u, b_v (eq. 10) are used. A row whose ‖w‖ is below DEGENERATE is
+    left zero (no force, no derivative) for this step. w_scratch (2, 3) receives w_u, w_v."""
+    triangles, du, dv = rest.triangles, rest.du, rest.dv
+    b_u, b_v = coefficients.b_u, coefficients.b_v
+    a = rest.area[t]
     wu = w_scratch[0]
     wv = w_scratch[1]
     for c in range(3):
@@ -311,6 +416,16 @@ def _identity(H, r, col, scale):
 
 
 @numba.njit(cache=True)
+def _mirror_upper(H):
+    """Copy the upper off-diagonal 3×3 blocks of H (9, 9) into the lower ones (H symmetric)."""
+    for i in range(3):
+        for j in range(3):
+            H[3 + i, 0 + j] = H[0 + j, 3 + i]
+            H[6 + i, 0 + j] = H[0 + j, 6 + i]
+            H[6 + i, 3 + j] = H[3 + j, 6 + i]
+
+
+@numba.njit(cache=True)
 def _cross(a, b, out):
     """out = a × b (3,)."""
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -389,11 +504,7 @@ def _bend_condition(x, quads, q, g, H, work):
     _outer(Hc, 0, 6, E, Av, -2.0)
     _outer(Hc, 3, 6, E, E, 1.0)
     _identity(Hc, 3, 6, -ee)
-    for i in range(3):                                     # symmetric lower blocks
-        for j in range(3):
-            Hc[3 + i, 0 + j] = Hc[0 + j, 3 + i]
-            Hc[6 + i, 0 + j] = Hc[0 + j, 6 + i]
-            Hc[6 + i, 3 + j] = Hc[3 + j, 6 + i]
+    _mirror_upper(Hc)
     # s = −|E|·D, D = E·(A × B): ∇D = (A×B, B×E, E×A); ∇²D blocks −[B]×, [A]×, −[E]× (upper)
     Hd = work[5]
     for i in range(9):
@@ -402,11 +513,7 @@ def _bend_condition(x, quads, q, g, H, work):
     _cross_matrix(Hd, 0, 3, B, -1.0)
     _cross_matrix(Hd, 0, 6, Av, 1.0)
     _cross_matrix(Hd, 3, 6, E, -1.0)
-    for i in range(3):
-        for j in range(3):
-            Hd[3 + i, 0 + j] = Hd[0 + j, 3 + i]
-            Hd[6 + i, 0 + j] = Hd[0 + j, 6 + i]
-            Hd[6 + i, 3 + j] = Hd[3 + j, 6 + i]
+    _mirror_upper(Hd)
     for k in range(3):
         gs[k] = -(det * ehat[k] + length * AxB[k])
         gs[3 + k] = -length * BxE[k]
@@ -466,10 +573,12 @@ _LMAP = np.array([[-1.0, 1.0, 0.0, 0.0],      # E = x_e1 − x_e0
 
 # --- measures ---------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def stretch_change(x0, x1, triangles, du, dv):
+def stretch_change(x0, x1, rest):
     """Largest change of any triangle's stretch ‖w_u‖ or ‖w_v‖ (eq. 9–10, per unit area) [-] from x0 to x1 (§7).
 
-    x0, x1 (n, 3) [m]: before and after a proposed step. Returns NaN if x1 is not finite."""
+    x0, x1 (n, 3) [m]: before and after a proposed step; rest: the held RestShape. Returns NaN if x1 is not
+    finite."""
+    triangles, du, dv = rest.value.triangles, rest.value.du, rest.value.dv
     worst = 0.0
     for t in range(triangles.shape[0]):
         for r in range(2):
@@ -491,16 +600,22 @@ def stretch_change(x0, x1, triangles, du, dv):
 
 
 @numba.njit(cache=True)
-def elastic_energy(x, triangles, du, dv, area, quads, rest_angle, bend_frac,
-                   k_stretch, k_shear, k_bend_u, k_bend_v, b_u, b_v):
-    """Σ ½·k·CᵀC over stretch, shear (k/a per triangle) and bend conditions [J]."""
+def elastic_energy(x, rest, coefficients):
+    """Σ ½·k·CᵀC over stretch, shear (k/a per triangle) and bend conditions [J] (eq. 7's energy E = ½·k·CᵀC).
+
+    x (n, 3) [m]; rest: the held RestShape; coefficients: the held Coefficients, the stiffnesses (damping
+    unused) and b_u, b_v."""
+    shape, coeff = rest.value, coefficients.value
+    triangles, _, _, area, quads, rest_angle, bend_frac = shape
+    k_stretch, k_shear = coeff.k_stretch, coeff.k_shear
+    k_bend_u, k_bend_v = coeff.k_bend_u, coeff.k_bend_v
     total = 0.0
     cond = np.zeros(3)
     J = np.zeros((3, 12))
     H = np.zeros((3, 12, 12))
     w = np.zeros((2, 3))
     for t in range(triangles.shape[0]):
-        _triangle_conditions(x, triangles, du, dv, area, b_u, b_v, t, cond, J, H, w)
+        _triangle_conditions(x, shape, coeff, t, cond, J, H, w)
         total += 0.5 / area[t] * (k_stretch * (cond[0] ** 2 + cond[1] ** 2) + k_shear * cond[2] ** 2)
     for q in range(quads.shape[0]):
         e0, e1, o0, o1 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
