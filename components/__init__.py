@@ -1,4 +1,5 @@
 """Loom's components: plain data validated on construction (no behaviour, no system imports)."""
+from loom.components._validate import FieldError
 from loom.components.camera import Camera
 from loom.components.cloth import BEND, MODELS, PRECISIONS, SHEAR, STEP_MODELS, STRETCH, Cloth
 from loom.components.collider import (Box, Capsule, Collider, ColliderSet, Cylinder, Plane, Prism, Sphere,
@@ -17,7 +18,7 @@ from loom.components.wind import Blower, Wind
 __all__ = [
     "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SETTINGS", "SHEAR", "STEP_MODELS", "STRETCH",
     "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
-    "Cylinder", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
+    "Cylinder", "FieldError", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
     "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
     "VerletSettings", "Wind",
 ]

@@ -1,10 +1,104 @@
-"""Revisioned: components that count assignments to their attributes (systems/shared/batch.py keys on it)."""
+"""Checked and Revisioned: components whose fields are validated wherever they enter, and that count assignments.
+
+``Checked`` holds a per-class table of field specs (``_fields``, see ``loom.components._validate``): every
+assignment to a listed field after construction is checked (shape against the object's other fields, dtype
+converted to the one kernels take, finiteness, index range) and refused with one ValueError naming
+Class.field; ``check_state()`` re-runs every check on the whole object (the snapshot loader calls it after
+filling ``__dict__``); ``assign(**fields)`` changes fields whose sizes change together, all or nothing.
+``Revisioned`` adds ``revision``, which systems/shared/batch.py keys on.
+"""
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from loom.components._validate import Dims, Spec
+
+_BUILDING: set[int] = set()
+"""ids of the objects whose ``__post_init__`` runs now: the constructor validates those itself."""
 
 
-class Revisioned:
+class Checked:
+    """Mixin: fields listed in ``_fields`` are checked on assignment once the object is built."""
+
+    _fields: ClassVar[dict[str, Spec]] = {}
+    """Field name → spec, in checking order (fields that fix a dims symbol first)."""
+    _dims: ClassVar[Dims] = {}
+    """Shape symbols of the class (``loom.components._validate.Dims``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the subclass's ``__post_init__`` so assignments inside it (the constructor's own checks) pass."""
+        super().__init_subclass__(**kwargs)
+        post = cls.__dict__.get("__post_init__")
+        if post is None:
+            return
+
+        @functools.wraps(post)
+        def __post_init__(self: Checked) -> None:
+            key = id(self)
+            outer = key in _BUILDING
+            _BUILDING.add(key)
+            try:
+                post(self)
+                for name in self._fields:               # init=False fields left at their class default
+                    if name not in self.__dict__ and hasattr(type(self), name):
+                        object.__setattr__(self, name, getattr(type(self), name))
+            finally:
+                if not outer:
+                    _BUILDING.discard(key)
+
+        cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        spec = self._fields.get(name)
+        if spec is not None and name in self.__dict__ and id(self) not in _BUILDING:
+            value = spec.check(type(self).__name__, name, self.__dict__, value, self._dims)
+        object.__setattr__(self, name, value)
+
+    def _checked(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """Every listed field of ``state`` checked (and converted) in table order, then the cross-field rules."""
+        owner = type(self).__name__
+        staged = dict(state)
+        for name, spec in self._fields.items():
+            if name not in staged:
+                raise ValueError(f"{owner}.{name}: missing")
+            staged[name] = spec.check(owner, name, staged, staged[name], self._dims)
+        self._cross(owner, staged)
+        return staged
+
+    def _cross(self, owner: str, state: Mapping[str, Any]) -> None:
+        """Rules between fields not expressed by the shape symbols; raise ValueError naming Class.field."""
+
+    def check_state(self) -> None:
+        """Re-run every field check on this object as it is (after its ``__dict__`` was filled directly, as
+        the snapshot loader does); raise ValueError naming Class.field, else store the converted arrays."""
+        self.__dict__.update(self._checked(self.__dict__))
+
+    def assign(self, **fields: Any) -> None:
+        """Set several fields at once — those whose sizes change together (a pin gaining particles, rebuilt
+        tethers) — checked together against each other: all are stored, or none and a ValueError. Fields not
+        given are re-checked only where a size they depend on changed."""
+        owner = type(self).__name__
+        for name in fields:
+            if name not in self._fields:
+                raise ValueError(f"{owner}.{name}: not a checked field of {owner}")
+        before = self.__dict__
+        staged = {**before, **fields}
+        changed = {s for s, (read, _, _) in self._dims.items() if read(before) != read(staged)}
+        for name, spec in self._fields.items():
+            if name in fields or (spec.symbols & changed):
+                staged[name] = spec.check(owner, name, staged, staged[name], self._dims)
+        self._cross(owner, staged)
+        for name in fields:
+            object.__setattr__(self, name, staged[name])
+        self._assigned(tuple(fields))
+
+    def _assigned(self, names: tuple[str, ...]) -> None:
+        """Hook after ``assign`` stored ``names`` (Revisioned counts it as one assignment)."""
+
+
+class Revisioned(Checked):
     """Mixin: ``revision`` counts assignments to the instance's attributes (an array replaced, not one
     changed in place), so batches of many components (systems/shared/batch.py) know when to rebuild their
     references to its arrays."""
@@ -12,6 +106,18 @@ class Revisioned:
     revision: int = 0
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
+        super().__setattr__(name, value)
         if name != "revision":
             object.__setattr__(self, "revision", self.__dict__.get("revision", 0) + 1)
+
+    def _assigned(self, names: tuple[str, ...]) -> None:
+        object.__setattr__(self, "revision", self.__dict__.get("revision", 0) + 1)
+
+
+class FrozenChecked:
+    """Mixin for frozen dataclasses (materials, model settings): no field can be assigned, so only
+    ``check_state()`` is needed — it re-runs the constructor's checks on a decoded object."""
+
+    def check_state(self) -> None:
+        """Re-run the constructor's checks on this object as it is; raise ValueError naming Class.field."""
+        self.__post_init__()  # type: ignore[attr-defined]

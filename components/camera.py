@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._validate import floats, real
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Custom, Flag, Real, floats, real
 
 
 @dataclass(eq=False)
-class Camera:
+class Camera(Checked):
     """An orbit camera: ``target`` [m], ``distance`` [m], ``yaw`` and ``pitch`` [rad], lens ``fov_y`` [rad]."""
 
     target: Any = (0.0, 0.5, 0.0)
@@ -116,3 +117,28 @@ class Camera:
         near, far = near[:3] / near[3], far[:3] / far[3]
         direction = far - near
         return near, direction / np.linalg.norm(direction)
+
+
+Camera._fields = {
+    "target": Arr((3,), unit=" [m]"),
+    "distance": Real(0.0, low_open=True, unit=" [m]"),
+    "yaw": Real(unit=" [rad]"),
+    "pitch": Real(-1.5607, 1.5607, unit=" [rad] (|pitch| < π/2)"),
+    "fov_y": Real(1e-3, 3.1, unit=" [rad]"),
+    "near": Real(0.0, low_open=True, unit=" [m]"),
+    "far": Real(0.0, low_open=True, unit=" [m] (> near)", above="near"),
+    "orthographic": Flag(),
+    "ortho_height": Real(0.0, low_open=True, unit=" [m]"),
+}
+
+
+def _near(owner: str, name: str, state: Any, value: Any) -> float:
+    """Camera.near: > 0 and below far [m]."""
+    near = real(owner, name, value, low=0.0, low_open=True, unit=" [m]")
+    far = state.get("far")
+    if isinstance(far, float) and near >= far:
+        raise ValueError(f"{owner}.{name} = {near!r}: must be < far = {far!r} [m]")
+    return near
+
+
+Camera._fields["near"] = Custom(_near)

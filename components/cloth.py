@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from loom.components._revision import Revisioned
-from loom.components._validate import choice, floats, indices, integer, real, show
+from loom.components._validate import (Arr, Choice, Custom, FieldError, Flag, Instance, Int, Offsets, choice,
+                                       floats, indices, integer, length, real, show)
 from loom.components.material import ClothMaterial
 from loom.components.models import MODEL_SPECS, SETTINGS, model_spec, settings_for
 from loom.engine.coloring import color_order
@@ -50,6 +51,12 @@ class Cloth(Revisioned):
     grabs hold particles); and solver internals (XPBD multipliers, tether tables, the guard's
     ``rejected_steps``). What one model keeps per cloth lives outside, in resources dropped when the
     cloth is despawned (``loom.systems.shared.model_index``).
+
+    Every field is checked when assigned (``cloth.x = ...``): shape against the particle, link, bend-quad,
+    triangle and tether counts (fixed by the topology), dtype converted to what kernels take, finite
+    floats, indices in range — else one ValueError naming Cloth.field. Sizes that change together
+    (rebuilt tethers) go through ``cloth.assign(...)``; ``check_state()`` re-checks the whole object.
+    Writes into an array in place (``cloth.x[5] = nan``) are not seen here: the guard restores them.
     """
 
     # --- constructor inputs ---------------------------------------------------------------------
@@ -186,7 +193,7 @@ class Cloth(Revisioned):
         self.links, self.link_kind = links, np.ascontiguousarray(kinds, dtype=np.int8)
         quads = indices(owner, "bend_quads", self.bend_quads, (None, 4), n)
         if not isinstance(self.material, ClothMaterial):
-            raise TypeError(f"Cloth.material = {self.material!r}: expected a ClothMaterial "
+            raise FieldError(f"Cloth.material = {self.material!r}: expected a ClothMaterial "
                             f"(or a preset name with Cloth.from_mesh)")
         spec = model_spec(self.model)                     # ValueError naming the known models
         self.settings = settings_for(self.model, self.settings)
@@ -331,6 +338,80 @@ class Cloth(Revisioned):
         if kind is None:
             return d
         return d[self.link_kind[self.link_order] == kind]
+
+
+def _model(owner: str, name: str, state: Any, value: Any) -> str:
+    """Cloth.model: a known model name, fixed once built (``Cloth.__setattr__`` names the way to switch)."""
+    if not isinstance(value, str):
+        raise FieldError(f"{owner}.{name} = {value!r}: expected a model name")
+    model_spec(value)
+    return value
+
+
+def _precision(owner: str, name: str, state: Any, value: Any) -> str:
+    """Cloth.precision: fixed once built (x, v, x_prev and force are stored in it)."""
+    choice(owner, name, value, PRECISIONS)
+    if value != state.get("precision", value):
+        raise ValueError(f"{owner}.{name} = {value!r}: fixed when the cloth is built (its state arrays are "
+                         f"{state['precision']}); build a new Cloth to change it")
+    return value
+
+
+def _settings(owner: str, name: str, state: Any, value: Any) -> Any:
+    """Cloth.settings: an instance of the model's settings class (None: its defaults)."""
+    return settings_for(state.get("model"), value)
+
+
+_TOPOLOGY = "build a new Cloth to change the mesh"
+Cloth._dims = {
+    "n": (length("rest_x"), "particles", "the particle count is fixed by the cloth's topology"),
+    "n1": (length("rest_x", plus=1), "particles + 1", "one offset per particle, plus one"),
+    "c": (length("link_i"), "links", f"the link count is fixed by the cloth's topology; {_TOPOLOGY}"),
+    "b": (length("bend_quads"), "bend quads", f"the bend quad count is fixed by the cloth's topology; {_TOPOLOGY}"),
+    "t": (length("triangles"), "triangles", f"the triangle count is fixed by the cloth's topology; {_TOPOLOGY}"),
+    "m": (length("tether_anchor"), "tethers", "the tether count changes only with its tables: "
+          "cloth.assign(tether_offsets=..., tether_anchor=..., tether_length=...)"),
+}
+Cloth._fields = {
+    "precision": Custom(_precision),
+    "model": Custom(_model),
+    "rest_x": Arr(("n", 3), unit=" [m]"),
+    "x": Arr(("n", 3), dtype="state", unit=" [m]"),
+    "mass": Arr(("n",), low=0.0, low_open=True, unit=" [kg]"),
+    "links": Arr(("c", 2), "i", count="n"),
+    "link_kind": Arr(("c",), "i", dtype=np.int8, low=0, high=2),
+    "triangles": Arr(("t", 3), "i", count="n"),
+    "bend_quads": Arr(("b", 4), "i", count="n"),
+    "rest_uv": Arr(("n", 2), unit=" [m]"),
+    "inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
+    "material": Instance(ClothMaterial, "a ClothMaterial"),
+    "settings": Custom(_settings),
+    "iterations": Int(1),
+    "tethers": Flag(),
+    "tether_count": Int(1),
+    "self_collision": Flag(),
+    "self_collision_mode": Choice(SELF_COLLISION_MODES),
+    "link_order": Arr(("c",), "i", dtype=np.int64, count="c"),
+    "link_i": Arr(("c",), "i", count="n"),
+    "link_j": Arr(("c",), "i", count="n"),
+    "link_rest": Arr(("c",), low=0.0, low_open=True, unit=" [m]"),
+    "link_compliance": Arr(("c",), low=0.0, unit=" [m/N]"),
+    "link_max": Arr(("c",), finite=False, low=0.0, low_open=True, unit=" [m]"),
+    "link_color_offsets": Offsets("c"),
+    "bend_rest_angle": Arr(("b",), unit=" [rad]"),
+    "bend_color_offsets": Offsets("b"),
+    "base_inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
+    "v": Arr(("n", 3), dtype="state", unit=" [m/s]"),
+    "x_prev": Arr(("n", 3), dtype="state", unit=" [m]"),
+    "force": Arr(("n", 3), dtype="state", unit=" [N]"),
+    "link_lambda": Arr(("c",)),
+    "bend_lambda": Arr(("b",)),
+    "tether_offsets": Offsets("m", ("n1",)),
+    "tether_anchor": Arr(("m",), "i", count="n"),
+    "tether_length": Arr(("m",), low=0.0, unit=" [m]"),
+    "tether_anchor_mask": Arr(("n",), "b"),
+    "rejected_steps": Int(0),
+}
 
 
 def _check_triangles(triangles: np.ndarray, rest_x: np.ndarray) -> None:

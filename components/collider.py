@@ -24,27 +24,25 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._validate import floats, indices, real, show
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Custom, FieldError, Fixed, Flag, Instance, Offsets, Real, floats, indices, \
+    length, real, show
 from loom.engine.geometry import triangle_areas
 
 
 @dataclass(eq=False)
-class Plane:
+class Plane(Checked):
     """An infinite plane through the Transform's position; cloth stays on the side ``normal`` points to."""
 
     normal: Any = (0.0, 1.0, 0.0)
     """Local normal (3,), normalised on construction; default +y: a floor."""
 
     def __post_init__(self) -> None:
-        n = floats("Plane", "normal", self.normal, (3,))
-        norm = float(np.linalg.norm(n))
-        if norm < 1e-12:
-            raise ValueError(f"Plane.normal = {n.tolist()}: must be a non-zero vector")
-        self.normal = n / norm
+        self.normal = _unit("Plane", "normal", {}, self.normal)
 
 
 @dataclass(eq=False)
-class Sphere:
+class Sphere(Checked):
     """A ball of ``radius`` [m] centred on the Transform's position."""
 
     radius: float
@@ -54,7 +52,7 @@ class Sphere:
 
 
 @dataclass(eq=False)
-class Capsule:
+class Capsule(Checked):
     """A segment along local y from −half_length to +half_length [m], swept by a ball of ``radius`` [m]."""
 
     radius: float
@@ -66,7 +64,7 @@ class Capsule:
 
 
 @dataclass(eq=False)
-class Cylinder:
+class Cylinder(Checked):
     """A flat-ended cylinder of ``radius`` [m] along local y from −half_height to +half_height [m]."""
 
     radius: float
@@ -78,7 +76,7 @@ class Cylinder:
 
 
 @dataclass(eq=False)
-class Box:
+class Box(Checked):
     """An oriented box with ``half_extents`` (3,) [m] along its local axes, centred on the origin."""
 
     half_extents: Any
@@ -92,30 +90,44 @@ class Box:
 
 
 @dataclass(eq=False)
-class Prism:
+class Prism(Checked):
     """A convex polygon (k, 2) [m] in the local xy plane, counter-clockwise, extruded ±half_depth along z."""
 
     polygon: Any
     half_depth: float = 0.5
 
     def __post_init__(self) -> None:
-        poly = floats("Prism", "polygon", self.polygon, (None, 2), unit=" [m]")
-        if poly.shape[0] < 3:
-            raise ValueError(f"Prism.polygon: {poly.shape[0]} vertices, a polygon needs at least 3")
-        edges = np.roll(poly, -1, axis=0) - poly
-        cross = edges[:, 0] * np.roll(edges, -1, axis=0)[:, 1] - edges[:, 1] * np.roll(edges, -1, axis=0)[:, 0]
-        if (cross < -1e-12).any() and (cross > 1e-12).any():
-            raise ValueError(f"Prism.polygon = {poly.tolist()}: must be convex")
-        if cross.sum() < 0.0:                        # clockwise given: make it counter-clockwise
-            poly = poly[::-1].copy()
-        if abs(cross.sum()) < 1e-12:
-            raise ValueError(f"Prism.polygon = {poly.tolist()}: has zero area")
-        self.polygon = np.ascontiguousarray(poly)
+        self.polygon = _polygon("Prism", "polygon", {}, self.polygon)
         self.half_depth = real("Prism", "half_depth", self.half_depth, low=0.0, low_open=True, unit=" [m]")
 
 
+def _polygon(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """Prism.polygon: a convex polygon (k >= 3, 2) [m] of non-zero area, stored counter-clockwise."""
+    poly = floats(owner, name, value, (None, 2), unit=" [m]")
+    if poly.shape[0] < 3:
+        raise ValueError(f"{owner}.{name}: {poly.shape[0]} vertices, a polygon needs at least 3")
+    edges = np.roll(poly, -1, axis=0) - poly
+    cross = edges[:, 0] * np.roll(edges, -1, axis=0)[:, 1] - edges[:, 1] * np.roll(edges, -1, axis=0)[:, 0]
+    if (cross < -1e-12).any() and (cross > 1e-12).any():
+        raise ValueError(f"{owner}.{name} = {show(poly)}: must be convex")
+    if cross.sum() < 0.0:                        # clockwise given: make it counter-clockwise
+        poly = poly[::-1].copy()
+    if abs(cross.sum()) < 1e-12:
+        raise ValueError(f"{owner}.{name} = {show(poly)}: has zero area")
+    return np.ascontiguousarray(poly)
+
+
+def _unit(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """A direction (3,), normalised; zero refused."""
+    n = floats(owner, name, value, (3,))
+    norm = float(np.linalg.norm(n))
+    if norm < 1e-12:
+        raise ValueError(f"{owner}.{name} = {n.tolist()}: must be a non-zero vector")
+    return n / norm
+
+
 @dataclass(eq=False)
-class TriangleMesh:
+class TriangleMesh(Checked):
     """A static triangle mesh in local coordinates; cloth is kept on the front (counter-clockwise) side.
 
     A uniform grid over the triangles (cell ≈ the mean triangle size) is built once here, so a
@@ -183,7 +195,7 @@ PLANE, SPHERE, CAPSULE, BOX, PRISM, MESH, CYLINDER = range(7)
 
 
 @dataclass(eq=False)
-class Collider:
+class Collider(Checked):
     """A shape cloth collides with, with its contact margin and friction; needs a Transform on the entity."""
 
     shape: Any
@@ -197,11 +209,59 @@ class Collider:
 
     def __post_init__(self) -> None:
         if not isinstance(self.shape, SHAPES):
-            raise TypeError(f"Collider.shape = {self.shape!r}: expected one of "
+            raise FieldError(f"Collider.shape = {self.shape!r}: expected one of "
                             f"{', '.join(s.__name__ for s in SHAPES)}")
         self.thickness = real("Collider", "thickness", self.thickness, low=0.0, unit=" [m]")
         self.friction = real("Collider", "friction", self.friction, low=0.0, unit=" [-]")
         self.active = bool(self.active)
+
+
+def _vertices(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """TriangleMesh.vertices: (v, 3) finite [m]."""
+    return floats(owner, name, value, (None, 3), unit=" [m]")
+
+
+def _triangles(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """TriangleMesh.triangles: (t >= 1, 3) indices of vertices."""
+    return indices(owner, name, value, (None, 3), length("vertices")(state) or 0, count_label="vertices")
+
+
+def _cells_plus_one(state: Any) -> int | None:
+    """Grid cells + 1 of a TriangleMesh (the length of its cell_start)."""
+    shape = state.get("grid_shape")
+    if not isinstance(shape, np.ndarray) or shape.shape != (3,):
+        return None
+    return int(np.prod(shape.astype(np.int64))) + 1
+
+
+Plane._fields = {"normal": Custom(_unit)}
+Sphere._fields = {"radius": Real(0.0, low_open=True, unit=" [m]")}
+Capsule._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"), "half_length": Real(0.0, unit=" [m]")}
+Cylinder._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"),
+                    "half_height": Real(0.0, low_open=True, unit=" [m]")}
+Box._fields = {"half_extents": Arr((3,), low=0.0, low_open=True, unit=" [m]")}
+Prism._fields = {"polygon": Custom(_polygon), "half_depth": Real(0.0, low_open=True, unit=" [m]")}
+TriangleMesh._dims = {
+    "t": (length("triangles"), "triangles", "fixed when the mesh is built"),
+    "ct": (length("cell_triangles"), "grid entries", "fixed when the mesh is built"),
+    "cells1": (_cells_plus_one, "grid cells + 1", "one offset per grid cell, plus one"),
+}
+_GRID = "its search grid is binned from its triangles; build a new TriangleMesh"
+TriangleMesh._fields = {
+    "vertices": Fixed(Custom(_vertices), _GRID),
+    "triangles": Fixed(Custom(_triangles), _GRID),
+    "cell_size": Fixed(Real(0.0, low_open=True, unit=" [m]"), _GRID),
+    "grid_origin": Fixed(Arr((3,), unit=" [m]"), _GRID),
+    "grid_shape": Fixed(Arr((3,), "i", dtype=np.int64, low=1, high=1 << 20), _GRID),
+    "cell_triangles": Fixed(Arr(("ct",), "i", count="t"), _GRID),
+    "cell_start": Fixed(Offsets("ct", ("cells1",), dtype=np.int64), _GRID),
+}
+Collider._fields = {
+    "shape": Instance(SHAPES, "one of " + ", ".join(s.__name__ for s in SHAPES)),
+    "thickness": Real(0.0, unit=" [m]"),
+    "friction": Real(0.0, unit=" [-]"),
+    "active": Flag(),
+}
 
 
 def rotation_to_quaternion(r: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

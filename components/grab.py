@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._validate import floats, integer, real
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Custom, Flag, Int, Real, floats, integer, real
 
 
 @dataclass(eq=False)
-class Grab:
+class Grab(Checked):
     """A pointer's grab: ``cloth`` entity, ``particle`` index, world ``target`` [m] and ray ``depth`` [m]."""
 
     active: bool = False
@@ -56,3 +57,25 @@ class Grab:
         self.radius = real(o, "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
         self.step_start = self.target.copy()
         self.step_end = self.target.copy()
+
+
+def _active(owner: str, name: str, state: Any, value: Any) -> bool:
+    """Grab.active: True needs a cloth entity."""
+    active = Flag().check(owner, name, state, value, {})
+    if active and state.get("cloth") is None:
+        raise ValueError(f"{owner}.active = True with {owner}.cloth = None: an active grab needs a cloth entity")
+    return active
+
+
+Grab._fields = {
+    "cloth": Int(1, optional=True),
+    "active": Custom(_active),
+    "particle": Int(0),
+    "target": Arr((3,), unit=" [m]"),
+    "depth": Real(0.0, unit=" [m]"),
+    "radius": Real(0.0, low_open=True, unit=" [m]"),
+    "step_start": Arr((3,), unit=" [m]"),
+    "step_end": Arr((3,), unit=" [m]"),
+    "held_cloth": Int(1, optional=True),
+    "held_particle": Int(-1),
+}

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from loom.components._validate import integer, real
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Flag, Int, Real, integer, real
 
 
 @dataclass(eq=False)
-class Inertia:
+class Inertia(Checked):
     """Fractions [-] of the carrier's linear and angular acceleration the cloth's free particles feel."""
 
     linear: float = 1.0
@@ -55,3 +56,15 @@ class Inertia:
         self.frame_rotation = np.eye(3)
         self.frame_velocity = np.zeros(3)
         self.frame_spin = np.zeros(3)
+
+
+Inertia._fields = {
+    "linear": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
+    "angular": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
+    "frame": Int(1, optional=True),
+    "frame_position": Arr((3,), unit=" [m]"),
+    "frame_rotation": Arr((3, 3)),
+    "frame_velocity": Arr((3,), unit=" [m/s]"),
+    "frame_spin": Arr((3,), unit=" [rad/s]"),
+    "primed": Flag(),
+}

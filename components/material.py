@@ -12,13 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from loom.components._revision import FrozenChecked
 from loom.components._validate import choice, real
 
 BEND_MODELS = ("distance", "dihedral")
 
 
 @dataclass(frozen=True)
-class ClothMaterial:
+class ClothMaterial(FrozenChecked):
     """Fabric parameters, validated on construction; pick a preset with ``ClothMaterial.preset("denim")``."""
 
     density: float = 0.15

@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loom.components._validate import choice, floats, integer, real
+from loom.components._revision import FrozenChecked
+from loom.components._validate import FieldError, choice, floats, integer, real
 
 INTEGRATORS = ("explicit_euler", "symplectic_euler", "rk4", "verlet")
 
 
 @dataclass(frozen=True)
-class VerletSettings:
+class VerletSettings(FrozenChecked):
     """Constraint-based Verlet cloth (Fuhrmann et al. 2003 §3; Schönberger §3.2–3.3; Fisher "Verlet").
 
     Position Verlet x' = x + (x − x_prev)·drag + a·h², then ``passes`` relaxation passes that
@@ -49,7 +50,7 @@ class VerletSettings:
 
 
 @dataclass(frozen=True)
-class MassSpringSettings:
+class MassSpringSettings(FrozenChecked):
     """Hooke springs with an explicit integrator (Provot 1995; Fisher "Mass-Spring Model").
 
     Forces: structural, shear and flexion springs k·(|Δx| − l₀) with spring damping along the
@@ -97,7 +98,7 @@ class MassSpringSettings:
 
 
 @dataclass(frozen=True)
-class ImplicitSettings:
+class ImplicitSettings(FrozenChecked):
     """Baraff & Witkin 1998 implicit cloth: condition forces, backward Euler, filtered PCG (§3–7).
 
     Stiffnesses multiply the energies E = ½·k·C·C of the stretch (eq. 10), shear and bend
@@ -167,7 +168,7 @@ class ModelSpec:
     def __post_init__(self) -> None:
         o = "ModelSpec"
         if self.settings is not None and not isinstance(self.settings, type):
-            raise TypeError(f"{o}.settings = {self.settings!r}: expected a class or None")
+            raise FieldError(f"{o}.settings = {self.settings!r}: expected a class or None")
         choice(o, "dihedral", self.dihedral, DIHEDRAL_USES)
 
 
@@ -190,7 +191,7 @@ def register_settings(model: str, spec: ModelSpec) -> None:
     if not isinstance(model, str) or not model.isidentifier():
         raise ValueError(f"register_settings model = {model!r}: expected a name like 'my_model'")
     if not isinstance(spec, ModelSpec):
-        raise TypeError(f"register_settings spec = {spec!r}: expected a ModelSpec")
+        raise FieldError(f"register_settings spec = {spec!r}: expected a ModelSpec")
     known = MODEL_SPECS.get(model)
     if known is not None and known != spec:
         raise ValueError(f"register_settings: model {model!r} is already known with {known}")
@@ -206,17 +207,17 @@ def model_spec(model: str) -> ModelSpec:
 
 
 def settings_for(model: str, settings: Any) -> Any:
-    """Return ``settings`` checked against ``model`` (its class's defaults when None). Raises TypeError."""
+    """Return ``settings`` checked against ``model`` (its class's defaults when None). Raises FieldError."""
     cls = model_spec(model).settings
     if cls is None:
         if settings is not None:
-            raise TypeError(f"Cloth.settings = {settings!r}: model {model!r} takes no settings (leave it None; "
+            raise FieldError(f"Cloth.settings = {settings!r}: model {model!r} takes no settings (leave it None; "
                             f"xpbd is tuned with ClothMaterial compliances, iterations and tethers)")
         return None
     if settings is None:
         return cls()
     if not isinstance(settings, cls):
-        raise TypeError(f"Cloth.settings = {settings!r}: model {model!r} expects {cls.__name__}")
+        raise FieldError(f"Cloth.settings = {settings!r}: model {model!r} expects {cls.__name__}")
     return settings
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from loom.components._revision import Revisioned
-from loom.components._validate import floats, integer
+from loom.components._validate import Arr, Custom, FieldError, Flag, Int, brief, length
 from loom.engine.mesh import Mesh
 
 
@@ -24,7 +24,8 @@ class Pin(Revisioned):
     index: Any
     """Pinned particle indices, shape (k,) int, unique, each < the cloth's particle count."""
     target: Any = None
-    """World targets [m], shape (k, 3); None: where the particles are when first stepped. Move it to drag them."""
+    """World targets [m], shape (k, 3), one row per index (a single (3,) point only when k = 1: never broadcast
+    to several pins); None: where the particles are when first stepped. Move it to drag them."""
     attach_to: int | None = None
     """Entity whose Transform carries the pins (a hero's shoulders); None: fixed world targets."""
     offset: Any = None
@@ -42,30 +43,12 @@ class Pin(Revisioned):
     """``active`` as the pin system saw it last step (to report releases and grabs as events)."""
 
     def __post_init__(self) -> None:
-        idx = np.asarray(self.index)
-        if idx.ndim == 0:
-            idx = idx.reshape(1)
-        if idx.ndim != 1 or idx.size == 0:
-            raise ValueError(f"Pin.index: shape {idx.shape}, expected (k,) with k >= 1")
-        if idx.dtype.kind not in "iu":
-            raise TypeError(f"Pin.index: expected integer particle indices, got dtype {idx.dtype}")
-        negative = np.flatnonzero(idx < 0)
-        if negative.size:
-            k = int(negative[0])
-            raise ValueError(f"Pin.index[{k}] = {int(idx[k])}: particle indices are >= 0")
-        values, counts = np.unique(idx, return_counts=True)
-        if (counts > 1).any():
-            raise ValueError(f"Pin.index: particle {int(values[counts > 1][0])} is pinned twice")
-        self.index = np.ascontiguousarray(idx, dtype=np.int32)
-        k = self.index.size
-        if self.target is not None:
-            self.target = floats("Pin", "target", self.target, (k, 3), unit=" [m]")
+        self.index = _index("Pin", "index", None, self.index)
+        self.target = _targets("Pin", "target", {"index": self.index}, self.target)
         if self.attach_to is not None:
-            self.attach_to = integer("Pin", "attach_to", self.attach_to, low=1)
-        if self.offset is not None:
-            if self.attach_to is None:
-                raise ValueError("Pin.offset: given without attach_to; offsets are in an entity's local frame")
-            self.offset = floats("Pin", "offset", self.offset, (k, 3), unit=" [m]")
+            self.attach_to = Int(1).check("Pin", "attach_to", {}, self.attach_to, {})
+        self.offset = _offsets("Pin", "offset", {"index": self.index, "attach_to": self.attach_to}, self.offset)
+        k = self.index.size
         if self.active is None:
             self.active = np.ones(k, np.bool_)
         else:
@@ -76,6 +59,28 @@ class Pin(Revisioned):
         self.step_start = np.zeros((k, 3))
         self.step_end = np.zeros((k, 3))
         self.active_before = self.active.copy()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "index":                      # the pin system re-checks new indices against its cloth
+            object.__setattr__(self, "bound", False)
+
+    def check_state(self) -> None:
+        """Re-run every field check (``Checked.check_state``); the pin system then re-checks the indices
+        against its cloth's particle count before the next step (a pin does not know its cloth)."""
+        super().check_state()
+        object.__setattr__(self, "bound", False)
+
+    def assign(self, **fields: Any) -> None:
+        """Set fields whose sizes change together (``pin.assign(index=..., target=..., active=...,
+        active_before=..., step_start=..., step_end=...)``), all checked against each other."""
+        super().assign(**fields)
+        if "index" in fields:
+            object.__setattr__(self, "bound", False)
+
+    def _cross(self, owner: str, state: Any) -> None:
+        if state["offset"] is not None and state["attach_to"] is None:
+            raise ValueError("Pin.offset: set without attach_to; offsets are in an entity's local frame")
 
     # --- constructors ---------------------------------------------------------------------------
     @classmethod
@@ -105,3 +110,76 @@ class Pin(Revisioned):
     def count(self) -> int:
         """Number of pinned particles k."""
         return self.index.size
+
+
+def _index(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """Pin.index: (k,) unique particle indices >= 0 as int32; k fixed by the other per-pin arrays once built
+    (``state`` None: in the constructor, a single index may be a plain integer)."""
+    if isinstance(value, (str, bytes)):
+        raise FieldError(f"{owner}.{name} = {brief(value)}: expected integer particle indices")
+    try:
+        idx = np.asarray(value)
+    except (TypeError, ValueError):
+        raise FieldError(f"{owner}.{name} = {brief(value)}: expected integer particle indices") from None
+    if state is None and idx.ndim == 0:
+        idx = idx.reshape(1)
+    if idx.ndim != 1 or idx.size == 0:
+        raise ValueError(f"{owner}.{name}: shape {idx.shape}, expected (k,) with k >= 1")
+    if idx.dtype.kind not in "iu":
+        raise FieldError(f"{owner}.{name}: expected integer particle indices, got dtype {idx.dtype}")
+    if state is not None:
+        k = length("index")(state)
+        if k is not None and idx.size != k:
+            raise ValueError(f"{owner}.{name}: shape {idx.shape}, expected ({k},) ({_PER_PIN})")
+    negative = np.flatnonzero(idx < 0)
+    if negative.size:
+        j = int(negative[0])
+        raise ValueError(f"{owner}.{name}[{j}] = {int(idx[j])}: particle indices are >= 0")
+    big = np.flatnonzero(idx > np.iinfo(np.int32).max)
+    if big.size:
+        j = int(big[0])
+        raise ValueError(f"{owner}.{name}[{j}] = {int(idx[j])}: out of range for any cloth")
+    values, counts = np.unique(idx, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"{owner}.{name}: particle {int(values[counts > 1][0])} is pinned twice")
+    return np.ascontiguousarray(idx, dtype=np.int32)
+
+
+def _rows(owner: str, name: str, state: Any, value: Any, unit: str) -> np.ndarray | None:
+    """A per-pin (k, 3) array, or None; a single (3,) row only for a pin of one particle (never broadcast)."""
+    if value is None:
+        return None
+    k = length("index")(state)
+    if k == 1 and np.shape(value) == (3,):
+        value = np.reshape(np.asarray(value), (1, 3))
+    arr = Arr(("k", 3), unit=unit).check(owner, name, state, value, _PIN_DIMS)
+    return arr if arr is not value else arr.copy()
+
+
+def _targets(owner: str, name: str, state: Any, value: Any) -> np.ndarray | None:
+    """Pin.target: (k, 3) world points [m], or None (filled by the pin system at the first step)."""
+    return _rows(owner, name, state, value, " [m]")
+
+
+def _offsets(owner: str, name: str, state: Any, value: Any) -> np.ndarray | None:
+    """Pin.offset: (k, 3) points [m] in attach_to's frame, or None; needs attach_to."""
+    if value is not None and state.get("attach_to") is None:
+        raise ValueError(f"{owner}.{name}: given without attach_to; offsets are in an entity's local frame")
+    return _rows(owner, name, state, value, " [m]")
+
+
+_PER_PIN = ("one per pinned particle, k = len(Pin.index); change k with pin.assign(index=..., target=..., "
+            "active=..., active_before=..., step_start=..., step_end=...)")
+_PIN_DIMS = {"k": (length("index"), "pinned particles", _PER_PIN)}
+Pin._dims = _PIN_DIMS
+Pin._fields = {
+    "index": Custom(_index, ("k",)),
+    "target": Custom(_targets, ("k",)),
+    "attach_to": Int(1, optional=True),
+    "offset": Custom(_offsets, ("k",)),
+    "active": Arr(("k",), "b"),
+    "step_start": Arr(("k", 3), unit=" [m]"),
+    "step_end": Arr(("k", 3), unit=" [m]"),
+    "bound": Flag(),
+    "active_before": Arr(("k",), "b"),
+}

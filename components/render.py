@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._validate import choice, floats, integer, real, show
+from loom.components._revision import Checked
+from loom.components._validate import Choice, Custom, FieldError, Flag, Int, Real, brief, choice, floats, \
+    integer, real, show
 
 VIEWS = ("shaded", "normals", "wireframe", "strain", "particles")
 """Debug views ``RenderSettings.view`` may select, in the order the V key cycles them."""
@@ -40,7 +42,7 @@ def _color(owner: str, name: str, value: Any) -> np.ndarray:
 
 
 @dataclass(eq=False)
-class ClothStyle:
+class ClothStyle(Checked):
     """How one cloth entity is drawn: colours of its two sides, texture, smoothing and visibility.
 
     Add it to the cloth's entity (``app.spawn(cloth, pin, ClothStyle(front_color=(0.2, 0.4, 0.9)))``);
@@ -66,28 +68,16 @@ class ClothStyle:
         o = "ClothStyle"
         self.front_color = _color(o, "front_color", self.front_color)
         self.back_color = _color(o, "back_color", self.back_color)
-        if isinstance(self.texture, str) or self.texture is None:
-            if self.texture is not None:
-                choice(o, "texture", self.texture, TEXTURES)
-        else:
-            image = np.asarray(self.texture)
-            if image.ndim != 3 or image.shape[2] != 3 or image.shape[0] < 1 or image.shape[1] < 1:
-                raise ValueError(f"{o}.texture: shape {image.shape}, expected (h, w, 3) uint8, 'checker' or None")
-            if image.dtype != np.uint8:
-                raise ValueError(f"{o}.texture: dtype {image.dtype}, expected uint8 (0–255 per channel)")
-            self.texture = np.ascontiguousarray(image)
+        self.texture = _texture(o, "texture", {}, self.texture)
         self.checker_scale = real(o, "checker_scale", self.checker_scale, low=0.0, low_open=True, unit=" [m]")
-        self.subdivision = integer(o, "subdivision", self.subdivision, low=0)
-        if self.subdivision > 2:
-            raise ValueError(f"{o}.subdivision = {self.subdivision}: must be 0, 1 or 2 "
-                             f"(each level quadruples the triangles)")
+        self.subdivision = _subdivision(o, "subdivision", {}, self.subdivision)
         if not isinstance(self.visible, (bool, np.bool_)):
             raise ValueError(f"{o}.visible = {self.visible!r}: must be True or False")
         self.visible = bool(self.visible)
 
 
 @dataclass(eq=False)
-class RenderSettings:
+class RenderSettings(Checked):
     """App resource: what every renderer draws — the view, colliders, HUD, background and light.
 
     Insert your own before adding a renderer plugin to change the defaults
@@ -121,11 +111,7 @@ class RenderSettings:
                 raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
             setattr(self, name, bool(value))
         self.background = _color(o, "background", self.background)
-        light = floats(o, "light_direction", self.light_direction, (3,))
-        norm = float(np.linalg.norm(light))
-        if norm < 1e-12:
-            raise ValueError(f"{o}.light_direction = {light.tolist()}: must be a non-zero vector")
-        self.light_direction = light / norm
+        self.light_direction = _unit(o, "light_direction", {}, self.light_direction)
         self.ambient = real(o, "ambient", self.ambient, low=0.0, high=1.0, unit=" (fraction of full light)")
         self.strain_scale = real(o, "strain_scale", self.strain_scale, low=0.0, low_open=True, unit=" [-]")
         self.point_size = real(o, "point_size", self.point_size, low=0.0, low_open=True, unit=" [px]")
@@ -137,7 +123,7 @@ class RenderSettings:
 
 
 @dataclass(eq=False)
-class InputState:
+class InputState(Checked):
     """App resource: this frame's mouse, keys and wheel, filled by the window loop before Stage.INPUT.
 
     Systems in Stage.INPUT read it (camera orbit, grabbing, blowing) and never see pygame events.
@@ -178,3 +164,93 @@ class InputState:
         self.keys_pressed.clear()
         self.wheel = 0.0
         self.mouse_delta = (0.0, 0.0)
+
+
+def _texture(owner: str, name: str, state: Any, value: Any) -> Any:
+    """ClothStyle.texture: "checker", None, or an (h, w, 3) uint8 image."""
+    if isinstance(value, str) or value is None:
+        return value if value is None else choice(owner, name, value, TEXTURES)
+    try:
+        image = np.asarray(value)
+    except (TypeError, ValueError):
+        raise FieldError(f"{owner}.{name} = {brief(value)}: expected an (h, w, 3) uint8 image, 'checker' or None") \
+            from None
+    if image.ndim != 3 or image.shape[2] != 3 or image.shape[0] < 1 or image.shape[1] < 1:
+        raise ValueError(f"{owner}.{name}: shape {image.shape}, expected (h, w, 3) uint8, 'checker' or None")
+    if image.dtype != np.uint8:
+        raise ValueError(f"{owner}.{name}: dtype {image.dtype}, expected uint8 (0–255 per channel)")
+    return np.ascontiguousarray(image)
+
+
+def _subdivision(owner: str, name: str, state: Any, value: Any) -> int:
+    """ClothStyle.subdivision: 0, 1 or 2 Loop levels."""
+    levels = integer(owner, name, value, low=0)
+    if levels > 2:
+        raise ValueError(f"{owner}.{name} = {levels}: must be 0, 1 or 2 (each level quadruples the triangles)")
+    return levels
+
+
+def _unit(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """A non-zero direction (3,), normalised."""
+    light = floats(owner, name, value, (3,))
+    norm = float(np.linalg.norm(light))
+    if norm < 1e-12:
+        raise ValueError(f"{owner}.{name} = {light.tolist()}: must be a non-zero vector")
+    return light / norm
+
+
+def _colour(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """An RGB colour (3,) in [0, 1]."""
+    return _color(owner, name, value)
+
+
+def _pair(kind: str) -> Custom:
+    """A spec for a pair of finite reals ("real") or of integers >= 0 ("size"), stored as a tuple."""
+    def check(owner: str, name: str, state: Any, value: Any) -> tuple:
+        if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
+            raise FieldError(f"{owner}.{name} = {brief(value)}: expected a pair of numbers")
+        if kind == "size":
+            return tuple(integer(owner, name, v, low=0) for v in value)
+        return tuple(real(owner, name, v, unit=" [px]") for v in value)
+    return Custom(check)
+
+
+def _keys(owner: str, name: str, state: Any, value: Any) -> set:
+    """A set of integer codes (buttons, keys)."""
+    if not isinstance(value, set):
+        raise FieldError(f"{owner}.{name} = {brief(value)}: expected a set of integer codes")
+    for code in value:
+        integer(owner, name, code)
+    return value
+
+
+ClothStyle._fields = {
+    "front_color": Custom(_colour),
+    "back_color": Custom(_colour),
+    "texture": Custom(_texture),
+    "checker_scale": Real(0.0, low_open=True, unit=" [m]"),
+    "subdivision": Custom(_subdivision),
+    "visible": Flag(),
+}
+RenderSettings._fields = {
+    "view": Choice(VIEWS),
+    "show_colliders": Flag(),
+    "hud": Flag(),
+    "background": Custom(_colour),
+    "light_direction": Custom(_unit),
+    "ambient": Real(0.0, 1.0, unit=" (fraction of full light)"),
+    "strain_scale": Real(0.0, low_open=True, unit=" [-]"),
+    "point_size": Real(0.0, low_open=True, unit=" [px]"),
+}
+InputState._fields = {
+    "mouse": _pair("real"),
+    "mouse_delta": _pair("real"),
+    "buttons": Custom(_keys),
+    "buttons_pressed": Custom(_keys),
+    "buttons_released": Custom(_keys),
+    "keys": Custom(_keys),
+    "keys_pressed": Custom(_keys),
+    "wheel": Real(),
+    "size": _pair("size"),
+    "frame": Int(0),
+}

@@ -19,11 +19,12 @@ from typing import Any
 
 import pymunk
 
-from loom.components._validate import real
+from loom.components._revision import Checked
+from loom.components._validate import FieldError, Flag, Instance, Real, real
 
 
 @dataclass(eq=False)
-class RigidBody2D:
+class RigidBody2D(Checked):
     """A pymunk Body seen by the cloth; its shapes are synchronised as colliders every step."""
 
     body: Any
@@ -49,7 +50,7 @@ class RigidBody2D:
 
     def __post_init__(self) -> None:
         if not isinstance(self.body, pymunk.Body):
-            raise TypeError(f"RigidBody2D.body = {self.body!r}: expected a pymunk.Body")
+            raise FieldError(f"RigidBody2D.body = {self.body!r}: expected a pymunk.Body")
         self.depth = real("RigidBody2D", "depth", self.depth, low=0.0, low_open=True, unit=" [m]")
         self.z = real("RigidBody2D", "z", self.z, unit=" [m]")
         self.scale = real("RigidBody2D", "scale", self.scale, low=0.0, low_open=True, unit=" [units/m]")
@@ -60,7 +61,7 @@ class RigidBody2D:
 
 
 @dataclass(eq=False)
-class Space2D:
+class Space2D(Checked):
     """App resource: the game's pymunk.Space, stepped by Loom once per fixed step when ``step`` is True."""
 
     space: Any
@@ -69,4 +70,19 @@ class Space2D:
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, pymunk.Space):
-            raise TypeError(f"Space2D.space = {self.space!r}: expected a pymunk.Space")
+            raise FieldError(f"Space2D.space = {self.space!r}: expected a pymunk.Space")
+
+
+RigidBody2D._fields = {
+    "body": Instance(pymunk.Body, "a pymunk.Body"),
+    "depth": Real(0.0, low_open=True, unit=" [m]"),
+    "z": Real(unit=" [m]"),
+    "scale": Real(0.0, low_open=True, unit=" [units/m]"),
+    "two_way": Flag(),
+    "friction": Real(0.0, unit=" [-]", optional=True),
+    "thickness": Real(0.0, unit=" [m]"),
+    "shapes": Instance(list, "a list of the body's pymunk shapes"),
+    "shape_entities": Instance(list, "a list of collider entities"),
+    "pending_impulse": Instance(list, "a list of (jx, jy, px, py) impulses"),
+}
+Space2D._fields = {"space": Instance(pymunk.Space, "a pymunk.Space"), "step": Flag()}

@@ -8,14 +8,16 @@ belong to that system.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from loom.components._validate import integer, real
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Flag, Instance, Int, Real, integer, real
 
 
 @dataclass(eq=False)
-class Tearable:
+class Tearable(Checked):
     """Tearing thresholds: strain ``tear_strain`` [-] held for ``tear_time`` [s] breaks a link."""
 
     tear_strain: float = 0.5
@@ -56,3 +58,28 @@ class Tearable:
         self.piece = np.zeros(0, np.int32)
         self.torn = np.zeros(0, np.bool_)
         self.crack = np.zeros((0, 2), np.int32)
+
+    def _cross(self, owner: str, state: Any) -> None:
+        """piece and torn cover the same particles, and every crack face joins two of them."""
+        n = state["torn"].shape[0]
+        if state["piece"].shape[0] != n:
+            raise ValueError(f"{owner}.piece: shape {state['piece'].shape}, expected ({n},) like {owner}.torn")
+        crack = state["crack"]
+        if crack.size and crack.max() >= n:
+            raise ValueError(f"{owner}.crack: particle {int(crack.max())} out of range for {n} particles")
+
+
+Tearable._fields = {
+    "tear_strain": Real(0.0, low_open=True, unit=" [-]"),
+    "tear_time": Real(0.0, unit=" [s]"),
+    "max_splits": Int(1),
+    "active": Flag(),
+    "link_time": Arr((None,), low=0.0, unit=" [s]"),
+    "link_table": Instance(np.ndarray, "the cloth's link_i array or None", optional=True),
+    "piece": Arr((None,), "i", low=0),
+    "torn": Arr((None,), "b"),
+    "crack": Arr((None, 2), "i", low=0),
+    "tether_table": Instance(np.ndarray, "the cloth's tether_anchor array or None", optional=True),
+    "tears": Int(0),
+    "rebuilds": Int(0),
+}

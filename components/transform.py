@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._validate import floats, real
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Custom, floats, real
 
 
 @dataclass(eq=False)
-class Transform:
+class Transform(Checked):
     """Position [m] and rotation of an entity; games move it, systems read it.
 
     ``rotation`` is a 3×3 orthonormal matrix with determinant +1 (local → world). For a 2D game,
@@ -24,11 +25,7 @@ class Transform:
 
     def __post_init__(self) -> None:
         self.position = floats("Transform", "position", self.position, (3,), unit=" [m]")
-        self.rotation = floats("Transform", "rotation", self.rotation, (3, 3))
-        error = np.abs(self.rotation @ self.rotation.T - np.eye(3)).max()
-        if error > 1e-6 or np.linalg.det(self.rotation) < 0.0:
-            raise ValueError(f"Transform.rotation = {self.rotation.tolist()}: must be a rotation matrix "
-                             f"(orthonormal, det +1); R·Rᵀ is off identity by {error:.3g}")
+        self.rotation = _rotation("Transform", "rotation", {}, self.rotation)
 
     @classmethod
     def from_2d(cls, x: float, y: float, angle: float = 0.0, z: float = 0.0) -> Transform:
@@ -57,3 +54,16 @@ class Transform:
     def to_local(self, world: Any) -> np.ndarray:
         """Map world points (…, 3) [m] to this transform's local space."""
         return (np.asarray(world, dtype=np.float64) - self.position) @ self.rotation
+
+
+def _rotation(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """A rotation matrix (3, 3): orthonormal to 1e-6, determinant +1."""
+    r = floats(owner, name, value, (3, 3))
+    error = np.abs(r @ r.T - np.eye(3)).max()
+    if error > 1e-6 or np.linalg.det(r) < 0.0:
+        raise ValueError(f"{owner}.{name} = {r.tolist()}: must be a rotation matrix "
+                         f"(orthonormal, det +1); R·Rᵀ is off identity by {error:.3g}")
+    return r
+
+
+Transform._fields = {"position": Arr((3,), unit=" [m]"), "rotation": Custom(_rotation)}

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._validate import floats, integer, real
+from loom.components._revision import Checked
+from loom.components._validate import Arr, Custom, Flag, Int, Real, floats, integer, real
 
 
 @dataclass(eq=False)
-class Wind:
+class Wind(Checked):
     """A uniform air velocity [m/s] with gusts (in time) and turbulence (in space and time).
 
     The air velocity at point p and time t is
@@ -72,7 +73,7 @@ class Wind:
 
 
 @dataclass(eq=False)
-class Blower:
+class Blower(Checked):
     """A cone of air blown from ``origin`` along ``direction``: a fan, a hair dryer, the player's breath.
 
     At a point a distance s along the axis and r off it, the air moves along ``direction`` at
@@ -98,12 +99,39 @@ class Blower:
     def __post_init__(self) -> None:
         o = "Blower"
         self.origin = floats(o, "origin", self.origin, (3,), unit=" [m]")
-        direction = floats(o, "direction", self.direction, (3,))
-        norm = float(np.linalg.norm(direction))
-        if norm < 1e-12:
-            raise ValueError(f"Blower.direction = {direction.tolist()}: must not be zero (it is normalised)")
-        self.direction = direction / norm
+        self.direction = _direction(o, "direction", {}, self.direction)
         self.speed = real(o, "speed", self.speed, low=0.0, unit=" [m/s]")
         self.radius = real(o, "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
         self.spread = real(o, "spread", self.spread, low=0.0, high=1.5, unit=" [rad] (half-angle)")
         self.active = bool(self.active)
+
+
+def _direction(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """Blower.direction: (3,), normalised; zero refused."""
+    direction = floats(owner, name, value, (3,))
+    norm = float(np.linalg.norm(direction))
+    if norm < 1e-12:
+        raise ValueError(f"{owner}.{name} = {direction.tolist()}: must not be zero (it is normalised)")
+    return direction / norm
+
+
+Wind._fields = {
+    "velocity": Arr((3,), unit=" [m/s]"),
+    "gust": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
+    "gust_period": Real(0.0, low_open=True, unit=" [s]"),
+    "turbulence": Real(0.0, 1.0, unit=" [-] (a fraction of |velocity| in [0, 1])"),
+    "drag_coefficient": Real(0.0, unit=" [-]"),
+    "lift_coefficient": Real(0.0, unit=" [-]"),
+    "viscosity": Real(0.0, unit=" [N·s/m³]"),
+    "air_density": Real(0.0, low_open=True, unit=" [kg/m³]"),
+    "seed": Int(0),
+    "active": Flag(),
+}
+Blower._fields = {
+    "origin": Arr((3,), unit=" [m]"),
+    "direction": Custom(_direction),
+    "speed": Real(0.0, unit=" [m/s]"),
+    "radius": Real(0.0, low_open=True, unit=" [m]"),
+    "spread": Real(0.0, 1.5, unit=" [rad] (half-angle)"),
+    "active": Flag(),
+}

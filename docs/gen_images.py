@@ -89,8 +89,8 @@ def guide_cape_screenshots() -> None:
     surface, gl = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", text, re.S)[:2]
     surface = surface.replace("pygame.quit()", f"pygame.image.save(screen, {str(IMAGES / 'cape_surface.png')!r})\n"
                                                 "pygame.quit()")
-    gl = gl.replace("release_renderer(app)", "from systems.render_gl import read_pixels\n"
-                    "from engine.window import save_png\n"
+    gl = gl.replace("release_renderer(app)", "from loom.systems.render.gl import read_pixels\n"
+                    "from loom.engine.window import save_png\n"
                     f"save_png({str(IMAGES / 'cape_gl.png')!r}, read_pixels(app))\nrelease_renderer(app)", 1)
     env = dict(os.environ, SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
     for code in (surface, gl):

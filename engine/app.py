@@ -3,7 +3,7 @@
 Typical use, headless::
 
     app = App(dt=1 / 60, substeps=16)
-    app.add_plugin(DefaultPlugins)            # from systems: the standard cloth pipeline
+    app.add_plugin(DefaultPlugins)            # from loom.systems: the standard cloth pipeline
     cloth_entity = app.spawn(Cloth.from_mesh(mesh.grid(32, 32, 1.0, 1.0)), Pin(...))
     app.step(frames=60)                       # one second of simulated time
     app.get(cloth_entity, Cloth).x            # positions [m], (n, 3)
@@ -11,6 +11,13 @@ Typical use, headless::
 Inside a game loop of your own, call ``app.update(real_dt)`` once per frame instead: it takes as
 many fixed steps as the elapsed time owes (at most ``max_steps``), so the cloth moves at the same
 speed whatever the frame rate.
+
+Structural changes during a step are deferred: ``spawn``, ``despawn``, ``add_component`` and
+``remove_component`` called from a system or an event handler while a fixed step runs are checked at
+once and applied, in call order, at the end of that step (before the next one), as esper's
+``delete_entity`` and pymunk's post-step callbacks do. A step's systems therefore all see the same
+entities. ``app.step``/``app.update`` from inside a step or a frame raises RuntimeError, and so does
+any use of the App after ``close()``.
 """
 from __future__ import annotations
 
@@ -42,6 +49,13 @@ class App:
     nothing; "auto" adds every installed plugin of the ``loom.plugins`` entry-point group (after
     the App is set up: add the core plugins first if the installed ones order against them — or
     call ``add_plugins_from_entry_points()`` yourself after adding them); a list adds those.
+
+    Structural changes during a step (from a system or an event handler) are deferred to the end of
+    the step: ``spawn`` returns the new entity id at once and ``get``/``try_get`` return the queued
+    components, but ``query`` sees the entity only after the step; ``despawn``, ``add_component`` and
+    ``remove_component`` are checked at once (KeyError for a missing entity or component) and take
+    effect at the end of the step, in call order. Outside a step (set-up, INPUT and RENDER systems,
+    between calls) they act immediately. esper functions called directly bypass this: use the App's.
     """
 
     def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 16, *, max_steps: int = 4,
@@ -56,6 +70,12 @@ class App:
         self._handlers: dict[str, list[Callable[..., None]]] = {}
         self._despawn_handlers: list[Callable[[int], None]] = []
         self._reporters: list[Callable[[App], dict[str, Any]]] = []
+        self._busy: str | None = None                      # "step" or "update" while one runs
+        self._deferring = False                            # True while a fixed step runs: changes wait
+        self._pending: list[tuple[str, int, Any]] = []     # deferred (op, entity, component or type)
+        self._pending_adds: dict[tuple[int, type], Any] = {}
+        self._pending_despawns: set[int] = set()
+        self._closed = False
         self.sim_seconds = 0.0
         """Wall-clock time spent in fixed steps since the start [s] (for reports and HUDs)."""
         self.profiling = False
@@ -83,20 +103,34 @@ class App:
 
     # --- world ------------------------------------------------------------------------------
     def _use(self) -> None:
-        """Make this App's world esper's current one (cheap when it already is)."""
+        """Make this App's world esper's current one (cheap when it already is); RuntimeError once closed."""
         if esper.current_world != self.world:
+            if self._closed:
+                raise RuntimeError(f"App {self.world} is closed: close() deleted its world; make a new App")
             esper.switch_world(self.world)
 
     def spawn(self, *components: Any) -> int:
-        """Create an entity with ``components`` and return its id."""
+        """Create an entity with ``components`` and return its id.
+
+        During a step the id is made now and the components are attached at the end of the step."""
         self._use()
-        return esper.create_entity(*components)
+        if not self._deferring:
+            return esper.create_entity(*components)
+        entity = esper.create_entity()
+        for component in components:
+            self._defer("add", entity, component)
+        return entity
 
     def despawn(self, entity: int) -> None:
-        """Delete ``entity`` and all its components now. Raises KeyError if it does not exist."""
+        """Delete ``entity`` and all its components (at the end of the step, if called during one).
+
+        Raises KeyError if it does not exist (or is already being despawned this step)."""
         self._use()
-        if not esper.entity_exists(entity):
+        if not esper.entity_exists(entity) or entity in self._pending_despawns:
             raise KeyError(f"despawn: entity {entity} does not exist in {self.world}")
+        if self._deferring:
+            self._defer("despawn", entity, None)
+            return
         esper.delete_entity(entity, immediate=True)
         for handler in self._despawn_handlers:
             handler(entity)
@@ -110,30 +144,72 @@ class App:
 
     def get(self, entity: int, component_type: type[T]) -> T:
         """Return ``entity``'s component of ``component_type``. Raises KeyError if it has none."""
-        self._use()
-        found = esper.try_component(entity, component_type)
+        found = self.try_get(entity, component_type)
         if found is None:
             raise KeyError(f"entity {entity} has no {component_type.__name__} component")
         return found
 
     def try_get(self, entity: int, component_type: type[T]) -> T | None:
-        """Return ``entity``'s component of ``component_type``, or None if it has none."""
+        """Return ``entity``'s component of ``component_type`` (one queued this step first), or None."""
         self._use()
+        if self._pending_adds:
+            queued = self._pending_adds.get((entity, component_type))
+            if queued is not None:
+                return queued
         if not esper.entity_exists(entity):
             return None
         return esper.try_component(entity, component_type)
 
     def add_component(self, entity: int, component: Any) -> None:
-        """Attach ``component`` to ``entity`` (replacing one of the same type).
+        """Attach ``component`` to ``entity`` (replacing one of the same type); at the end of the step
+        if called during one. Raises KeyError if the entity does not exist.
 
         Every add or remove drops esper's query caches: do it at set-up or on events, not per frame."""
         self._use()
+        if not esper.entity_exists(entity) or entity in self._pending_despawns:
+            raise KeyError(f"add_component: entity {entity} does not exist in {self.world}")
+        if self._deferring:
+            self._defer("add", entity, component)
+            return
         esper.add_component(entity, component)
 
     def remove_component(self, entity: int, component_type: type[T]) -> T:
-        """Detach and return ``entity``'s component of ``component_type``. Raises KeyError if absent."""
+        """Detach and return ``entity``'s component of ``component_type`` (at the end of the step, if
+        called during one). Raises KeyError if absent."""
         self._use()
-        return esper.remove_component(entity, component_type)
+        if not self._deferring:
+            return esper.remove_component(entity, component_type)
+        found = self.try_get(entity, component_type)
+        if found is None or entity in self._pending_despawns:
+            raise KeyError(f"remove_component: entity {entity} has no {component_type.__name__} component")
+        self._defer("remove", entity, component_type)
+        return found
+
+    def _defer(self, op: str, entity: int, what: Any) -> None:
+        """Queue a structural change made during a step (applied by ``_apply_deferred``)."""
+        self._pending.append((op, entity, what))
+        if op == "add":
+            self._pending_adds[(entity, type(what))] = what
+        elif op == "remove":
+            self._pending_adds.pop((entity, what), None)
+        else:
+            self._pending_despawns.add(entity)
+
+    def _apply_deferred(self) -> None:
+        """Apply the structural changes queued during the step, in call order (immediately: not deferring)."""
+        pending, self._pending = self._pending, []
+        self._pending_adds.clear()
+        self._pending_despawns.clear()
+        for op, entity, what in pending:
+            if not esper.entity_exists(entity):
+                continue                                    # deleted behind the App's back (direct esper)
+            if op == "add":
+                esper.add_component(entity, what)
+            elif op == "remove":
+                if esper.has_component(entity, what):
+                    esper.remove_component(entity, what)
+            else:
+                self.despawn(entity)
 
     def query(self, *component_types: type) -> list[tuple[Any, ...]]:
         """Return ``[(entity, component, ...), ...]`` for the entities holding every type given.
@@ -281,10 +357,31 @@ class App:
 
     # --- time --------------------------------------------------------------------------------
     def step(self, frames: int = 1) -> None:
-        """Advance ``frames`` fixed steps of dt: PRE_STEP, SUBSTEP × substeps, POST_STEP each."""
+        """Advance ``frames`` fixed steps of dt: PRE_STEP, SUBSTEP × substeps, POST_STEP each.
+
+        Raises RuntimeError when called from inside a step or frame (a system or event handler) or
+        after ``close()``."""
         if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
             raise ValueError(f"App.step frames = {frames!r}: must be an integer >= 0")
+        self._enter("step")
+        try:
+            self._steps(frames)
+        finally:
+            self._busy = None
+
+    def _enter(self, name: str) -> None:
+        """Refuse ``App.<name>`` after close() or from inside a running step or frame; else mark it running."""
+        if self._closed:
+            raise RuntimeError(f"App.{name} called after close(): {self.world} is deleted; make a new App")
+        if self._busy is not None:
+            where = "a step" if self._deferring or self._busy == "step" else "App.update (INPUT or RENDER)"
+            raise RuntimeError(f"App.{name} called inside {where} (from a system or event handler): a step cannot "
+                               f"run steps; call it after app.{self._busy} returns")
         self._use()
+        self._busy = name
+
+    def _steps(self, frames: int) -> None:
+        """Run ``frames`` fixed steps; structural changes made during each are applied at its end."""
         clock = self.clock
         dt = clock.dt
         stages = [self.schedule.runs(s) for s in (Stage.PRE_STEP, Stage.SUBSTEP, Stage.POST_STEP)]
@@ -292,21 +389,29 @@ class App:
             stages = [tuple((self._timed(s), c) for s, c in runs) for runs in stages]
         pre_runs, sub_runs, post_runs = stages
         start = time.perf_counter()
-        for _ in range(frames):
-            # substeps are read per step: a system may change clock.substeps between steps (the
-            # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/pipeline/guard.py)
-            h, substeps = clock.h, clock.substeps
-            for system in self._due(pre_runs):
-                system(self, dt)
-            sub = self._due(sub_runs)
-            for k in range(substeps):
-                clock.substep_index = k
-                for system in sub:
-                    system(self, h)
-            for system in self._due(post_runs):
-                system(self, dt)
-            clock.step_index += 1
-        self.sim_seconds += time.perf_counter() - start
+        try:
+            for _ in range(frames):
+                # substeps are read per step: a system may change clock.substeps between steps (the
+                # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/pipeline/guard.py)
+                h, substeps = clock.h, clock.substeps
+                self._deferring = True
+                try:
+                    for system in self._due(pre_runs):
+                        system(self, dt)
+                    sub = self._due(sub_runs)
+                    for k in range(substeps):
+                        clock.substep_index = k
+                        for system in sub:
+                            system(self, h)
+                    for system in self._due(post_runs):
+                        system(self, dt)
+                    clock.step_index += 1
+                finally:
+                    self._deferring = False
+                    if self._pending:
+                        self._apply_deferred()
+        finally:
+            self.sim_seconds += time.perf_counter() - start
 
     def _due(self, runs: tuple[tuple[System, Any], ...]) -> list[System]:
         """The systems of ``runs`` whose run_if condition holds now (or that have none)."""
@@ -327,11 +432,16 @@ class App:
         """Run one rendered frame: INPUT, the fixed steps ``real_dt`` [s] owes, RENDER; return the steps taken.
 
         At most ``max_steps`` steps run, so a long hitch (say real_dt = 1 s) drops time instead
-        of freezing the game while the simulation catches up."""
-        steps = self.clock.advance(real_dt)
-        self.run_stage(Stage.INPUT, real_dt)
-        self.step(steps)
-        self.run_stage(Stage.RENDER, real_dt)
+        of freezing the game while the simulation catches up. Raises RuntimeError when called from
+        inside a step or frame (a system or event handler) or after ``close()``."""
+        self._enter("update")
+        try:
+            steps = self.clock.advance(real_dt)
+            self.run_stage(Stage.INPUT, real_dt)
+            self._steps(steps)
+            self.run_stage(Stage.RENDER, real_dt)
+        finally:
+            self._busy = None
         return steps
 
     def run_stage(self, stage: Stage, dt: float) -> None:
@@ -349,7 +459,12 @@ class App:
         return run_app(self, argv)
 
     def close(self) -> None:
-        """Delete this App's esper world (the App is unusable afterwards)."""
+        """Delete this App's esper world; afterwards ``step``, ``update`` and every entity method raise
+        RuntimeError. Closing twice is harmless; closing from inside a step raises RuntimeError."""
+        if self._busy is not None:
+            raise RuntimeError(f"App.close called inside a step (from a system or event handler): call it after "
+                               f"app.{self._busy} returns")
+        self._closed = True
         if esper.current_world == self.world:
             esper.switch_world("default")
         if self.world in esper.list_worlds():

@@ -52,6 +52,17 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
             arg_parser: argparse.ArgumentParser | None = None) -> dict[str, Any]:
     """Parse ``argv`` (default: sys.argv[1:]), run ``app`` headless or windowed, print and return the report."""
     args = (arg_parser or parser()).parse_args(None if argv is None else list(argv))
+    try:
+        report = _run(app, args)
+    except OSError as exc:                                 # a file the run writes (a screenshot): one line, exit 1
+        path = f"{exc.filename}: " if exc.filename is not None else ""
+        raise SystemExit(f"loom: {path}{exc.strerror or exc}") from None
+    print_report(report, args.report)
+    return report
+
+
+def _run(app: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``app`` as ``args`` say (window or headless, frames, screenshot) and return its report."""
     window = app.resources.get(WindowRunner)
     if not args.headless and window is not None:
         report = window.open(app, args)
@@ -63,13 +74,12 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
             from loom.engine.window import FrameCapture
             capture = app.resources.get(FrameCapture)
             if capture is None:
-                raise SystemExit("loom: --screenshot needs a GL renderer: add systems.render_gl.GLRenderPlugin() "
+                raise SystemExit("loom: --screenshot needs a GL renderer: add loom.systems.render.GLRenderPlugin() "
                                  "to the game")
         app.step(HEADLESS_FRAMES if args.frames is None else args.frames)
         report = app.report()
         if screenshot:
             capture.save(app, screenshot)
-    print_report(report, args.report)
     return report
 
 

@@ -22,6 +22,7 @@ Resources defined here (engine/ knows no renderer, so renderers and the window l
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -183,4 +184,12 @@ def save_png(path: str | os.PathLike, pixels: np.ndarray) -> None:
         raise ValueError(f"save_png pixels: shape {rgb.shape} dtype {rgb.dtype}, expected (h, w, 3) uint8")
     import pygame
     image = pygame.image.frombuffer(rgb.tobytes(), (rgb.shape[1], rgb.shape[0]), "RGB")
-    pygame.image.save(image, os.fspath(path))
+    target = os.fspath(path)
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):                         # pygame says only "Couldn't open ..." for these
+        reason = errno.ENOTDIR if os.path.exists(folder) else errno.ENOENT
+        raise OSError(reason, os.strerror(reason), target)
+    try:
+        pygame.image.save(image, target)
+    except pygame.error as exc:                           # unwritable folder, full disk: an OSError naming the path
+        raise OSError(errno.EIO, str(exc) or "cannot write the PNG", target) from None

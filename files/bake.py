@@ -12,18 +12,24 @@ coordinate as ``vt``). Frames load back with ``loom.files.meshes.load_obj``. A p
 
     [#########.....................] 120/600 frames 3.2 ms/frame
 
-Interruption and resume. Each frame is written atomically (temporary file + ``os.replace``), so a crash or Ctrl-C
-never leaves a half-written frame. Re-running the same command continues after the last complete frame: frames
-0..m-1 that exist are kept, never rewritten. The state to continue from is rebuilt one of two ways:
+Interruption and resume. Each frame is written atomically (temporary file + ``os.replace``, flushed to disk), then
+its name, size [bytes] and SHA-256 are appended to the record ``DIR/.resume/frames.log`` (one line, flushed to disk):
+a frame counts as done only once its record is durable. Re-running the same command continues after the last frame
+m whose file matches its record; any later frame whose file is missing, has another size or checksum (a truncated
+file, a file the bake did not write) or has no record is written again, the others are kept. The state to continue
+from is rebuilt one of two ways:
 
 - snapshot (``loom.files.snapshot``): every K frames (``--every K``, default 50; 0 turns it off) the world is saved
-  to ``DIR/.resume/step_000050.snap``; a resume loads the latest snapshot at or before frame m and re-simulates the
-  few frames after it (a snapshot that fails to load is skipped; a scene that cannot be saved falls back to replay;
-  see loom.files.snapshot for what it captures — pymunk's contact cache is not, so a rigid-body game such as cape
-  continues close to, not bit-identical with, the uninterrupted run; use --every 0 there);
+  to ``DIR/.resume/step_000050.snap`` and recorded in the same log; a resume loads the latest snapshot at or before
+  frame m whose file matches its record (a snapshot the bake did not write, or one that fails to load, is skipped;
+  a scene that cannot be saved falls back to replay);
 - replay (``--every 0``, or no snapshot at or before frame m): the scene is rebuilt and re-simulated from the start
-  up to frame m without writing. Loom's stepping is bit-identical run to run (same inputs, same thread count), so
-  the continued frames equal those of an uninterrupted bake, bit for bit.
+  up to frame m without writing.
+
+Either way the continued frames equal those of an uninterrupted bake, byte for byte: Loom's stepping is
+bit-identical run to run (same inputs, same thread count), and a step depends only on the state a snapshot holds
+(tests/test_bake_resume.py kills a bake of every game mid-run and compares). An OSError (read-only or full disk, a
+file where a folder should be) is one line on stderr naming the path and the reason, exit status 1.
 
 ``DIR/bake.json`` records the game, settings, dt, substeps and format; resuming into a directory baked with other
 ones is refused rather than mixing two animations.
@@ -32,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import importlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -46,15 +54,18 @@ import numpy as np
 from loom.components import Cloth
 from loom.engine import App
 from loom.files import meshes as _io
+from loom.files.atomic import os_error_line, write_atomic
 from loom.files.snapshot import load_snapshot, save_snapshot
 from loom.systems import DefaultPlugins
 
-__all__ = ["bake", "main", "DEFAULT_EVERY", "MANIFEST"]
+__all__ = ["bake", "main", "DEFAULT_EVERY", "MANIFEST", "RECORDS"]
 
 DEFAULT_EVERY = 50
 """Frames between resume snapshots (0: none, resume by replay)."""
 MANIFEST = "bake.json"
 """Name of the file in the output directory that records what was baked."""
+RECORDS = "frames.log"
+"""Name of the file in ``DIR/.resume`` recording each finished frame's and snapshot's size and SHA-256."""
 _log = logging.getLogger("loom")
 
 
@@ -66,7 +77,8 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
     The summary holds game, frames, written (frames written by this call), resumed_from (first frame this call
     computed), resume ("snapshot", "replay" or "none"), dt, substeps and ms_per_frame. progress=None is silent.
     Raises ValueError for a bad option, a game without build_scene, DT or SUBSTEPS, or an output directory holding
-    another bake.
+    another bake; OSError naming the path for a file that cannot be written (read-only or full disk, a file where a
+    folder should be). Frames and snapshots already on disk are trusted only if they match the bake's own record.
     """
     if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
         raise ValueError(f"bake.frames = {frames!r}: must be an integer >= 0")
@@ -87,8 +99,10 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
     if resume_dir.is_dir():
         _io.remove_stale_temporaries(resume_dir)
     _check_manifest(out, {"game": game, "format": fmt, "settings": settings, "dt": dt, "substeps": substeps})
+    resume_dir.mkdir(exist_ok=True)
+    records = _Records(out, resume_dir / RECORDS)
 
-    done = min(_io.complete_frames(out, fmt), frames)
+    done = _done_frames(out, fmt, frames, records)
     app = _build_app(module, dt, substeps, settings)
     bar = _Progress(frames, progress)
     summary = {"game": game, "frames": frames, "written": 0, "resumed_from": done, "resume": "none",
@@ -96,7 +110,7 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
     try:
         start_step = 0
         if done and snapshots:
-            start_step = _load_latest_snapshot(app, resume_dir, done)
+            start_step = _load_latest_snapshot(app, resume_dir, done, records)
         if done:
             summary["resume"] = "snapshot" if start_step else "replay"
         for step in range(start_step, done):                 # re-simulate, writing nothing
@@ -107,18 +121,21 @@ def bake(game: str, frames: int, out: str | Path, *, fmt: str = "obj", every: in
             tick = time.perf_counter()
             app.step(1)
             elapsed += time.perf_counter() - tick
-            if not _io.frame_path(out, k, fmt).is_file():     # skip frames a previous run completed
+            target = _io.frame_path(out, k, fmt)
+            if k == done or not records.matches(target):    # keep later frames a previous run completed
                 positions, triangles, uv = _gather(app, game)
-                _io.save_frame(out, k, positions, triangles, fmt=fmt, uv=uv)
+                records.add(_io.save_frame(out, k, positions, triangles, fmt=fmt, uv=uv))
                 summary["written"] += 1
             if snapshots and (k + 1) % every == 0:
-                resume_dir.mkdir(exist_ok=True)
+                snap = resume_dir / f"step_{k + 1:06d}.snap"
                 try:
-                    save_snapshot(app, resume_dir / f"step_{k + 1:06d}.snap")
+                    save_snapshot(app, snap)
                 except ValueError as error:                   # a scene that cannot be saved: resume by replay
                     _log.warning("bake: no more resume snapshots (%s); a resume will replay from the start",
                                  error)
                     snapshots = False
+                else:
+                    records.add(snap)
             bar.update(k + 1, ms=1000.0 * elapsed / (k + 1 - done))
         summary["ms_per_frame"] = round(1000.0 * elapsed / max(frames - done, 1), 4)
     finally:
@@ -150,9 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(f"loom bake: {error}", file=sys.stderr)
         return 2
+    except OSError as error:                                  # read-only or full disk, a file where a folder goes
+        print(f"loom bake: {os_error_line(error)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        print(f"loom bake: interrupted; re-run the same command to resume from frame "
-              f"{_io.complete_frames(args.out, args.format)}", file=sys.stderr)
+        out = Path(args.out)
+        done = _done_frames(out, args.format, args.frames, _Records(out, out / ".resume" / RECORDS))
+        print(f"loom bake: interrupted; re-run the same command to resume from frame {done}", file=sys.stderr)
         return 130
     print(json.dumps(summary), flush=True)
     return 0
@@ -221,20 +242,95 @@ def _gather(app: App, game: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 # --- private: resume -------------------------------------------------------------------------------------------
 
-def _load_latest_snapshot(app: App, resume_dir: Path, done: int) -> int:
-    """Load the latest readable snapshot taken at or before step ``done`` into app; return its step (0: none).
+def _load_latest_snapshot(app: App, resume_dir: Path, done: int, records: _Records) -> int:
+    """Load the latest snapshot taken at or before step ``done`` that this bake wrote (its file matches its record)
+    and that loads, into app; return its step (0: none).
 
-    A snapshot that fails to load (corrupt, truncated, from another Loom) is skipped with a warning; load_snapshot
-    leaves the App unchanged then, so the next older one, or a replay from the start, takes over."""
+    A snapshot without a matching record (planted, truncated, rewritten) is skipped unread; one that fails to load
+    (from another Loom) is skipped with a warning; load_snapshot leaves the App unchanged then, so the next older
+    one, or a replay from the start, takes over."""
     steps = sorted((int(p.stem[5:]), p) for p in resume_dir.glob("step_*.snap") if p.stem[5:].isdigit())
     for step, path in reversed([(s, p) for s, p in steps if s <= done]):
+        if not records.matches(path):
+            _log.warning("bake: skipping resume snapshot %s: not recorded by this bake, or changed since", path)
+            continue
         try:
             load_snapshot(app, path)
-        except ValueError as error:                           # SnapshotError is a ValueError
+        except (ValueError, OSError) as error:                # SnapshotError is a ValueError
             _log.warning("bake: skipping resume snapshot: %s", error)
             continue
         return step
     return 0
+
+
+def _done_frames(out: Path, fmt: str, frames: int, records: _Records) -> int:
+    """Frames 0, 1, ... (at most ``frames``) whose files match their records: where a resume continues."""
+    done = 0
+    while done < frames and records.matches(_io.frame_path(out, done, fmt)):
+        done += 1
+    return done
+
+
+class _Records:
+    """The bake's record of finished files: ``DIR/.resume/frames.log``, one line ``name size sha256`` per file.
+
+    A line is appended and flushed to disk after its file was written (atomically, flushed) and is read back only
+    if it is whole (ends in a newline, three well-formed fields), so a kill at any moment leaves at worst a file
+    without a record, which the resume writes again. The last record of a name wins."""
+
+    def __init__(self, out: Path, path: Path) -> None:
+        self.out, self.path = out, path
+        self.known: dict[str, tuple[int, str]] = {}
+        try:
+            text = path.read_bytes().decode("ascii", errors="replace")
+        except FileNotFoundError:
+            return
+        for line in text.split("\n")[:-1]:                  # the piece after the last newline is torn or empty
+            fields = line.split(" ")
+            if len(fields) == 3 and fields[1].isdigit() and len(fields[2]) == 64 \
+                    and all(c in "0123456789abcdef" for c in fields[2]):
+                self.known[fields[0]] = (int(fields[1]), fields[2])
+        if text and not text.endswith("\n"):                # end a torn line, so the next record starts whole
+            self._append("\n")
+
+    def matches(self, path: Path) -> bool:
+        """Whether ``path`` exists with the size and SHA-256 recorded for it."""
+        expected = self.known.get(self._name(path))
+        if expected is None:
+            return False
+        try:
+            if path.stat().st_size != expected[0]:
+                return False
+            return _sha256(path) == expected[1]
+        except OSError:
+            return False
+
+    def add(self, path: Path) -> None:
+        """Record ``path``'s current size and SHA-256 (after it was written and flushed)."""
+        size, digest = path.stat().st_size, _sha256(path)
+        self._append(f"{self._name(path)} {size} {digest}\n")
+        self.known[self._name(path)] = (size, digest)
+
+    def _name(self, path: Path) -> str:
+        return path.relative_to(self.out).as_posix()
+
+    def _append(self, line: str) -> None:
+        try:
+            with open(self.path, "ab") as handle:
+                handle.write(line.encode("ascii"))
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
+
+
+def _sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _check_manifest(out: Path, record: dict[str, Any]) -> None:
@@ -252,7 +348,7 @@ def _check_manifest(out: Path, record: dict[str, Any]) -> None:
         return
     if any(out.glob("frame_*.*")):
         raise ValueError(f"{out} holds frames but no {MANIFEST}: choose another --out or delete them")
-    _io._write_atomic(path, (json.dumps(record, indent=1) + "\n").encode("utf-8"))
+    write_atomic(path, (json.dumps(record, indent=1) + "\n").encode("utf-8"))
 
 
 # --- private: command line and progress ------------------------------------------------------------------------

@@ -12,7 +12,10 @@ line naming the file, the line and the problem::
 directory, which ``os.replace`` renames onto the target only once it is complete, so a crash or Ctrl-C never
 leaves a half-written file (at worst a stale ``.name.tmp-*`` file that ``export_frames`` and the baker clean up).
 OBJ floats are written with ``repr`` (shortest round-trip form), so ``load_obj(save_obj(...))`` gives back the same
-float64 bits.
+float64 bits, at any finite size (1e300 m too: the zero-area check is scale-safe). Files get the permissions the
+umask gives (not the temporary file's 0600); writing onto a device (/dev/null) writes into it, never replaces it;
+an OSError names the target path. ``save_obj``'s object name is escaped onto one line, so it cannot add statements;
+``load_obj`` skips a UTF-8 byte-order mark.
 
 Note: ``Mesh.uv`` are material coordinates in metres (the implicit model measures stretch with them), while
 modellers usually write texture coordinates in 0..1. Loom passes ``vt`` through unchanged; scale your UV layout to
@@ -20,16 +23,18 @@ metres in the modeller, or load with ``uv=False`` to get coordinates in metres f
 """
 from __future__ import annotations
 
+import dataclasses as _dataclasses
 import math as _math
 import os as _os
 import re as _re
-import tempfile as _tempfile
+import unicodedata as _unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from loom.engine import mesh as _mesh
+from loom.files.atomic import write_atomic
 
 __all__ = ["ObjError", "load_obj", "save_obj", "save_ply", "frame_path", "save_frame", "export_frames",
            "complete_frames", "remove_stale_temporaries", "FRAME_FORMATS"]
@@ -60,7 +65,7 @@ def load_obj(path: str | _os.PathLike, *, uv: bool = True) -> _mesh.Mesh:
     Raises OSError if the file cannot be read.
     """
     name = _os.fspath(path)
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:    # -sig: a leading byte-order mark is skipped
         text = handle.read()
 
     positions: list[tuple[float, float, float]] = []
@@ -120,7 +125,7 @@ def load_obj(path: str | _os.PathLike, *, uv: bool = True) -> _mesh.Mesh:
         uv_array = _per_vertex_uv(name, tri, np.asarray(triangle_uv, dtype=np.int64),
                                   np.asarray(coords, dtype=np.float64), triangle_lines)
     try:
-        return _mesh.from_triangles(np.asarray(positions, dtype=np.float64), tri, uv_array)
+        return _scale_safe_mesh(np.asarray(positions, dtype=np.float64), tri, uv_array)
     except ValueError as error:                          # map the mesh's "triangles[k]" back to a file line
         message = str(error)
         found = _re.findall(r"triangles\[(\d+)\]", message)    # the last one named is the offending one
@@ -128,6 +133,32 @@ def load_obj(path: str | _os.PathLike, *, uv: bool = True) -> _mesh.Mesh:
         if found:
             message = message.replace("from_triangles.", "") + " (triangles and vertices counted from 0)"
         raise ObjError(f"{where}: {message}") from None
+
+
+def _scale_safe_mesh(positions: np.ndarray, triangles: np.ndarray, uv: np.ndarray | None) -> _mesh.Mesh:
+    """``from_triangles`` for coordinates of any finite size: the same mesh, with the same position bits.
+
+    Areas and the bounding-box diagonal square the coordinates, which overflows to inf past about 1e77 m (and
+    past 1e154 m ``from_triangles`` calls every triangle zero-area). Such a mesh is checked scaled by a
+    power of two (exact: only the exponents change) to a largest coordinate below 1, where the relative zero-area
+    test is the one a metre-sized mesh gets; the Mesh then gets the original positions back, and its best-fit uv
+    (when the file has none) is scaled back by the same power of two.
+    """
+    largest = float(np.abs(positions).max()) if positions.size else 0.0
+    if largest <= _SCALE_SAFE:
+        return _mesh.from_triangles(positions, triangles, uv)
+    factor = _math.ldexp(1.0, -_math.frexp(largest)[1])          # 2**-e: largest * factor in [0.5, 1)
+    checked = _mesh.from_triangles(positions * factor, triangles, uv)
+    back = checked.uv if uv is not None else checked.uv / factor
+    if not np.isfinite(back).all():
+        raise ValueError(f"from_triangles.positions: spread over more than {np.finfo(np.float64).max:g} m, so "
+                         "the best-fit uv overflows; give the file vt coordinates or scale the mesh down")
+    return _dataclasses.replace(checked, positions=positions, uv=back)
+
+
+_SCALE_SAFE = 2.0 ** 200
+"""Largest coordinate [m] checked unscaled (about 1.6e60): the squared length of a cross product of two edges
+grows as the fourth power of the coordinates and overflows float64 past about 1e77 m."""
 
 
 def _parse_numbers(name: str, line: int, fields: list[str], count: int, what: str,
@@ -200,14 +231,18 @@ def save_obj(path: str | _os.PathLike, positions: np.ndarray, triangles: np.ndar
     """Write a triangle mesh as Wavefront OBJ, atomically, and return the path.
 
     positions (n, 3) [m]; triangles (t, 3) integer indices into them (written 1-based); uv (n, 2) written as ``vt``
-    and normals (n, 3) as ``vn``, one per vertex, with faces ``a/a/a``. name adds an ``o name`` line. Floats use
-    their shortest round-trip form, so ``load_obj`` reads back the same bits. Raises ValueError naming
-    save_obj.<field> for a bad shape, non-finite value or index out of range.
+    and normals (n, 3) as ``vn``, one per vertex, with faces ``a/a/a``. name (a string) adds an ``o name`` line,
+    escaped so it stays one line: a backslash becomes ``\\\\``, a line break ``\\n``/``\\r``, a tab ``\\t`` and
+    any other control or line-separator character ``\\xHH``/``\\uHHHH`` (a name cannot add statements to the file).
+    Floats use their shortest round-trip form, so ``load_obj`` reads back the same bits. Raises ValueError naming
+    save_obj.<field> for a bad shape, non-finite value, index out of range or a name that is not a string.
     """
     pos, tri, uv_a, nrm = _check_export("save_obj", positions, triangles, uv=uv, normals=normals)
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"save_obj.name = {name!r}: must be a string or None")
     lines = ["# Loom cloth mesh", f"# {pos.shape[0]} vertices, {tri.shape[0]} triangles"]
     if name:
-        lines.append(f"o {name}")
+        lines.append(f"o {_escape_name(name)}")
     lines += [f"v {x!r} {y!r} {z!r}" for x, y, z in pos.tolist()]
     if uv_a is not None:
         lines += [f"vt {u!r} {v!r}" for u, v in uv_a.tolist()]
@@ -222,7 +257,26 @@ def save_obj(path: str | _os.PathLike, positions: np.ndarray, triangles: np.ndar
         lines += [f"f {a}//{a} {b}//{b} {c}//{c}" for a, b, c in one]
     else:
         lines += [f"f {a} {b} {c}" for a, b, c in one]
-    return _write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _escape_name(name: str) -> str:
+    """``name`` as one line of text: ``\\`` → ``\\\\``, newline → ``\\n``, return → ``\\r``, tab → ``\\t``, any
+    other control, surrogate or line/paragraph-separator character → ``\\xHH`` or ``\\uHHHH`` (what
+    ``str.splitlines`` breaks on is among them), so an object name written into a file cannot start a new statement."""
+    out = []
+    for char in name:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif _unicodedata.category(char) in ("Cc", "Zl", "Zp", "Cs"):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def save_ply(path: str | _os.PathLike, positions: np.ndarray, triangles: np.ndarray, *,
@@ -245,7 +299,7 @@ def save_ply(path: str | _os.PathLike, positions: np.ndarray, triangles: np.ndar
     else:
         body = ("\n".join([f"{x!r} {y!r} {z!r}" for x, y, z in pos.tolist()]
                           + [f"3 {a} {b} {c}" for a, b, c in tri.tolist()]) + "\n").encode("ascii")
-    return _write_atomic(path, header + body)
+    return write_atomic(path, header + body)
 
 
 # --- frame sequences -------------------------------------------------------------------------------------------
@@ -296,22 +350,6 @@ def remove_stale_temporaries(directory: str | _os.PathLike) -> int:
 
 
 # --- private ---------------------------------------------------------------------------------------------------
-
-def _write_atomic(path: str | _os.PathLike, data: bytes) -> Path:
-    """Write data to a temporary file beside path, flush it to disk, then rename it onto path."""
-    target = Path(path)
-    fd, temporary = _tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent or ".")
-    try:
-        with _os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            _os.fsync(handle.fileno())
-        _os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
-
 
 def _check_format(fmt: str) -> str:
     if fmt not in FRAME_FORMATS:

@@ -34,12 +34,20 @@ found where it first matters.
 
 Recording may start mid-run: the log keeps the step index it started at; load the snapshot taken
 then (loom.files.snapshot) into the fresh App before replaying. Logs are saved in the snapshot
-container (checksummed, versioned, atomic; kind b"RPLY").
+container (checksummed, versioned, atomic; kind b"RPLY") as data only (loom.files.state_format: JSON and
+``.npy`` arrays, no pickle), so loading one runs no code. ``load_replay`` checks the log's structure (dt,
+step counts, (entity, class name, public attribute path, value) entries, 16-byte digests); ``replay``
+checks each value as it applies it: a component or resource attribute is assigned through its class's
+checks (shape, dtype, finiteness — on a shallow copy first when the array is updated in place), a pymunk
+body's position, velocity, angle or angular velocity must be a finite number or 2-vector; a bad value
+raises ReplayError naming the step, entity, class, path and value.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -48,11 +56,13 @@ from typing import Any
 
 import esper
 import numpy as np
+import pymunk
 
 from loom.engine.app import App
 from loom.engine.schedule import Stage
-from loom.files.snapshot import (KIND_REPLAY, SnapshotError, dumps_plain, loads_plain, read_container,
-                             write_container)
+from loom.files.snapshot import (KIND_REPLAY, SnapshotError, class_table, decode_plain, encode_plain,
+                                 read_container, write_container)
+from loom.files.state_format import FormatError
 
 DEFAULT_INPUTS: dict[str, tuple[str, ...]] = {
     "Pin": ("target", "active", "offset", "attach_to"),
@@ -185,24 +195,57 @@ def replay(log: ReplayLog, app: App, *, verify: bool = True) -> App:
     return app
 
 
-def save_replay(log: ReplayLog, path: str | os.PathLike[str]) -> None:
-    """Write ``log`` to ``path`` atomically in the checksummed snapshot container (kind b"RPLY")."""
+def save_replay(log: ReplayLog, path: str | os.PathLike[str], *, trusted: tuple[type, ...] = ()) -> None:
+    """Write ``log`` to ``path`` atomically in the checksummed snapshot container (kind b"RPLY"), as data only
+    (loom.files.state_format). Values of a game's own classes need those classes in ``trusted``."""
     try:
-        data = dumps_plain({"log": log})
-    except SnapshotError as exc:
-        raise SnapshotError(f"{path}: {exc}") from None
+        data = encode_plain(log, class_table(None, trusted), {"kind": "replay"})
+    except FormatError as exc:
+        raise SnapshotError(f"{path}: cannot save {' '.join(str(exc).split())}") from None
     write_container(path, KIND_REPLAY, data)
 
 
 def load_replay(path: str | os.PathLike[str], *, trusted: tuple[type, ...] = ()) -> ReplayLog:
-    """Read a log written by ``save_replay``. Raises SnapshotError for a missing, corrupt, truncated or
-    newer file, and for values of classes outside Loom, numpy and pymunk (pass game classes as ``trusted``)."""
+    """Read a log written by ``save_replay``; loading runs no code from the file. Raises SnapshotError in one
+    line for a missing, corrupt, truncated, newer or pickle-based file, a malformed log, and values of classes
+    outside Loom's table (pass game classes as ``trusted``)."""
     path = Path(path)
-    payload = loads_plain(path, read_container(path, KIND_REPLAY), trusted)
-    log = payload.get("log") if isinstance(payload, dict) else None
-    if not isinstance(log, ReplayLog):
+    document, log = decode_plain(path, read_container(path, KIND_REPLAY), class_table(None, trusted))
+    if document.get("kind") != "replay" or type(log) is not ReplayLog:
         raise SnapshotError(f"{path}: payload is not a Loom replay log")
+    problem = _log_problem(log)
+    if problem:
+        raise SnapshotError(f"{path}: invalid replay log: {problem}")
     return log
+
+
+def _log_problem(log: ReplayLog) -> str | None:
+    """What is wrong with a loaded log's structure (None: nothing); values are checked when applied."""
+    if type(log.dt) is not float or not math.isfinite(log.dt) or log.dt <= 0:
+        return f"ReplayLog.dt = {log.dt!r}: expected a finite float > 0 [s]"
+    for name in ("substeps", "start_step"):
+        value = getattr(log, name)
+        if type(value) is not int or value < (1 if name == "substeps" else 0):
+            return f"ReplayLog.{name} = {value!r}: expected an integer >= {1 if name == 'substeps' else 0}"
+    if type(log.steps) is not list or type(log.digests) is not list:
+        return "ReplayLog.steps and ReplayLog.digests must be lists"
+    if len(log.digests) != len(log.steps):
+        return f"ReplayLog: {len(log.steps)} steps but {len(log.digests)} digests"
+    for k, entries in enumerate(log.steps):
+        if type(entries) is not list:
+            return f"ReplayLog.steps[{k}]: expected a list of entries"
+        for entry in entries:
+            if type(entry) is not tuple or len(entry) != 4 or type(entry[0]) is not int \
+                    or type(entry[1]) is not str or type(entry[2]) is not str:
+                return f"ReplayLog.steps[{k}]: entry {str(entry)[:80]} is not (entity, class name, path, value)"
+            if entry[0] != RESOURCE and entry[0] < 1:
+                return f"ReplayLog.steps[{k}]: entity {entry[0]} is not an entity id"
+            if not all(part.isidentifier() and not part.startswith("_") for part in entry[2].split(".")):
+                return f"ReplayLog.steps[{k}]: path {entry[2][:60]!r} is not a dotted public attribute path"
+    for digest in [*log.digests, log.end_digest]:
+        if digest is not None and (type(digest) is not bytes or len(digest) != 16):
+            return f"ReplayLog: digest {str(digest)[:40]} is not 16 bytes"
+    return None
 
 
 def positions_digest(app: App) -> bytes:
@@ -263,17 +306,46 @@ def _write_input(app: App, entity: int, type_name: str, path: str, value: Any, s
         where = "resource" if entity == RESOURCE else f"entity {entity}"
         raise ReplayError(f"replay step {step}: {where} has no {type_name} (was this App built by the same "
                           f"scene code?)")
+    where = f"replay step {step}: {'resource' if entity == RESOURCE else f'entity {entity}'} {type_name}.{path}"
     *parents, last = path.split(".")
-    for part in parents:
-        owner = getattr(owner, part)
-    current = getattr(owner, last)
+    try:
+        for part in parents:
+            owner = getattr(owner, part)
+        current = getattr(owner, last)
+    except AttributeError:
+        raise ReplayError(f"{where}: no such attribute (was this App built by the same scene code?)") from None
     if _same(_plain(current), value):
         return
-    if isinstance(current, np.ndarray) and isinstance(value, np.ndarray) and current.shape == value.shape \
-            and current.dtype == value.dtype and current.flags.writeable:
-        np.copyto(current, value)                          # keep the array: systems may hold it
+    if isinstance(owner, pymunk.Body):
+        _check_body_value(where, value)
+    candidate = value.copy() if isinstance(value, np.ndarray) else value
+    keep = isinstance(current, np.ndarray) and current.flags.writeable
+    probe = copy.copy(owner) if keep else owner            # an array is checked on a shallow copy, then copied in
+    try:
+        setattr(probe, last, candidate)                    # the class checks it (shape, dtype, finiteness)
+    except (ValueError, TypeError) as exc:
+        raise ReplayError(f"{where} = {_short(value)}: {' '.join(str(exc).split())}") from None
+    if not keep:
+        return
+    checked = getattr(probe, last)
+    if isinstance(checked, np.ndarray) and checked.shape == current.shape and checked.dtype == current.dtype:
+        np.copyto(current, checked)                        # keep the array: systems may hold it
     else:
-        setattr(owner, last, value.copy() if isinstance(value, np.ndarray) else value)
+        setattr(owner, last, checked)
+
+
+def _check_body_value(where: str, value: Any) -> None:
+    """A pymunk Body's logged position, velocity, angle or angular velocity: a finite number or 2-vector."""
+    items = value if isinstance(value, tuple) else (value,)
+    if len(items) not in (1, 2) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                           and math.isfinite(v) for v in items):
+        raise ReplayError(f"{where} = {_short(value)}: expected a finite number or (x, y) of finite numbers")
+
+
+def _short(value: Any) -> str:
+    """A value for an error message: at most 80 characters, one line."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _get(obj: Any, path: str) -> Any:

@@ -13,40 +13,43 @@ Typical use::
 Why "restore into an App built by the same scene code" (and not ``load_snapshot(path) -> App``):
 an App is data (entities, components, resources, clock) *and* behaviour (plugins, systems, event
 handlers, reporters: functions and closures). Only the data is saved; the behaviour comes from the
-code that built the App, so a snapshot never has to name — let alone unpickle — a function.
+code that built the App, so a snapshot never names a function and loading one runs no code from it.
 
-What is captured (everything the next step reads):
+What a snapshot holds (everything the next step reads), as data only:
 
 - every entity, with its exact id, and every component of it, whole (all dataclass fields and
   other attributes: Cloth's x, v, x_prev, inv_mass, base_inv_mass, force, lambdas, tether tables
   and masks, rejected_steps; Pin's step_start/step_end/bound; Tearable's timers; Grab's scratch;
   RigidBody2D's pymunk Body and pending impulses; game components such as a Hero) — plus esper's
   next entity id, so entities spawned after a load get the ids they would have had;
-- every resource that pickles as plain Loom / numpy / pymunk data: Gravity, ColliderSet (with
-  ``pose1``, the last step's end poses, where moving colliders start the next step), the guard's
-  StepSnapshot, the implicit workspaces (adaptive step level, wait counters, contact sets),
-  mass-spring and Verlet scratch, wind and self-collision scratch, Space2D (the pymunk Space with
-  its bodies and shapes);
+- every resource made of plain Loom / numpy / pymunk data: Gravity, ColliderSet (with ``pose1``, the
+  last step's end poses, where moving colliders start the next step), the guard's StepSnapshot, the
+  implicit workspaces (adaptive step level, wait counters, contact sets), mass-spring and Verlet
+  scratch, wind scratch, Space2D (the pymunk Space with its bodies, shapes and constraints);
 - the clock: dt, substeps, max_steps, accumulator, step_index, substep_index, dropped.
 
-Everything goes through one pickle, so objects shared between components and resources (a
-workspace's ``triangles is cloth.triangles``, a ColliderSet's meshes, a body in both a RigidBody2D
-and the Space) are still shared after a load: the identity checks systems use to detect stale
-scratch keep working. Component, resource and clock objects the App already has (same entity,
-same type) are restored *in place*, so a scene's closures that hold them stay valid; the arrays
-inside them are new objects.
+Values are written in Loom's state format (``loom.files.state_format``): None, bools, ints, floats
+(non-finite ones tagged), strings, bytes, lists, tuples, dicts, sets, numpy arrays and scalars of plain
+numeric or bool dtype (``.npy`` entries), objects of listed classes (by name, with their attributes), and
+pymunk bodies, shapes, constraints and spaces as their explicit state (rebuilt with pymunk's constructors).
+An object referenced twice (a workspace's ``triangles is cloth.triangles``, a body in both a RigidBody2D
+and the Space) is written once and referenced, so it is still shared after a load: the identity checks
+systems use to detect stale scratch keep working. Component, resource and clock objects the App already
+has (same entity, same type) are restored *in place*, so a scene's closures that hold them stay valid;
+the arrays inside them are new objects.
 
-Not captured: the schedule, plugins, event handlers and reporters (they come from the scene
-code); state kept outside components and resources (closures, module globals, attributes of
-system objects); resources that do not pickle under the rules below (a WindowRunner's callback,
-a Window): they are skipped with a warning, listed in the file, and left as the loading App has
-them; wall-clock statistics (``sim_seconds``, ``system_seconds``); numba's thread count.
-pymunk: a Space pickles with its bodies, shapes and constraints but **without its contact cache**
-(arbiters, accumulated impulses for warm starting), so rigid bodies touching each other inside
-pymunk at the moment of the save resume close to, not bit-identical with, the uninterrupted run.
-Bodies touching only cloth (through Loom colliders) resume bit-identically.
+Not captured: the schedule, plugins, event handlers and reporters (they come from the scene code);
+state kept outside components and resources (closures, module globals, attributes of system objects);
+resources that are not plain data (a WindowRunner's callback, a Window, a system's compiled scratch):
+they are listed in the file and left as the loading App has them (a warning names a game's own; a
+``loom.systems`` cache is rebuilt by its system, so it is skipped quietly); wall-clock statistics
+(``sim_seconds``, ``system_seconds``); numba's thread count; pymunk velocity/position functions and
+collision handlers (they come from the scene code) and the Space's **contact cache** (arbiters,
+accumulated impulses for warm starting), so rigid bodies touching each other inside pymunk at the
+moment of the save resume close to, not bit-identical with, the uninterrupted run. Bodies touching
+only cloth (through Loom colliders) resume bit-identically.
 
-File format (version 1), all integers little-endian::
+File format (version 2), all integers little-endian::
 
     offset  size  field
     0       8     magic b"LOOMSNAP"
@@ -54,35 +57,45 @@ File format (version 1), all integers little-endian::
     12      4     kind: b"SNAP" (snapshot) or b"RPLY" (replay log, loom.files.replay)
     16      8     payload length in bytes, uint64
     24      32    SHA-256 of the payload
-    56      …     payload: a pickle (protocol 5) of a dict of plain data
+    56      …     payload: a zip holding state.json (structure and scalars) and one .npy entry per array
 
-Loading checks, in order: length of the header, magic, version (a newer one is refused, never
-guessed at), kind, payload length (truncation), checksum; each failure raises ``SnapshotError``
-naming the file and the problem in one line. The pickle is read by a restricted unpickler that
-only resolves: classes from ``loom.components``, ``loom.systems``, ``loom.engine`` and ``loom.files``
-(a replay log); classes from ``pymunk``; the few numpy functions and classes arrays, dtypes and
-scalars need; safe builtins (set, frozenset, complex, slice, range, bytearray) and ``collections``
-containers; and the classes of components and resources the loading App already holds (its game's
-own components), plus any given as ``trusted=``. Functions (other than those numpy helpers) are
-never resolved. A snapshot is still a pickle: load only files you or your game wrote — the checksum
-detects corruption, not tampering.
+Loading runs no code from the file, by construction: there is no pickle; class names in the file are
+looked up in a fixed table of Loom's component, resource and value classes (``state_format.loom_classes``)
+plus the classes of the loading App's own components and resources and any given as ``trusted=``; a name
+outside it is refused; objects are made with ``cls.__new__`` and filled with their saved attributes; arrays
+are read with ``np.load(allow_pickle=False)`` after their header (plain dtype, size) was checked, and the
+zip's total uncompressed size is capped. Version 1 files (pickles) are refused, never read.
+
+Loading checks, in order: length of the header, magic, version (a newer or a pickle-based one is refused),
+kind, payload length (truncation), checksum (it detects corruption, not tampering), the format of every
+value (kinds, class names, dtypes, sizes; pymunk values: finite, masses > 0), then every component, resource
+and nested object with its class's ``check_state()`` (shapes, dtypes, finiteness, index ranges: the checks
+its constructor makes), the entity ids and the clock's fields. Each failure raises ``SnapshotError`` naming
+the file and the problem in one line (a field's ValueError keeps its ``Class.field = value``), and leaves
+the App unchanged: everything is decoded and checked before the App is touched.
+
+What is taken from the file, so that no array a kernel indexes comes unchecked from it: components and
+data resources (Gravity, Space2D, a game's own) whole, after their checks; ColliderSet only its entities,
+end poses and impulses (the rest is repacked from the Collider components at the next step); the implicit
+solver's workspaces rebuilt from their loaded cloth (topology and index arrays from the cloth) and given
+the file's solver state where its layout matches exactly; other system caches (``loom.systems``: guard
+copies, scratch, batches) only if their class has ``check_state`` or they hold nothing but scalars (the
+guard's Recovery) — otherwise the App gets a fresh one, which its systems refill at the next step.
 
 Writes are atomic: the bytes go to a temporary file in the target's directory, are flushed and
 fsync'ed, and only then ``os.replace`` the target; an error anywhere before the rename deletes the
-temporary file and leaves the previous snapshot intact.
+temporary file and leaves the previous snapshot intact. The file gets the permissions the umask allows
+(``0o666 & ~umask``), as ``open()`` would create it.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib
-import io
+import inspect
 import logging
+import math
 import os
-import pickle
 import re
 import struct
-import tempfile
-import types
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -91,11 +104,13 @@ import esper
 import numpy as np
 
 from loom.engine.app import App
+from loom.files.atomic import write_atomic
+from loom.files.state_format import ClassTable, Decoder, Encoder, FormatError, loom_classes, name_of, set_state
 
 log = logging.getLogger("loom.snapshot")
 
-FORMAT_VERSION = 1
-"""Container format this Loom writes; files with a larger version are refused."""
+FORMAT_VERSION = 2
+"""Container format this Loom writes and reads: 2 (data only). 1 (a pickle) is refused; a larger one too."""
 MAGIC = b"LOOMSNAP"
 KIND_SNAPSHOT = b"SNAP"
 KIND_REPLAY = b"RPLY"
@@ -103,18 +118,11 @@ _KIND_NAMES = {KIND_SNAPSHOT: "snapshot", KIND_REPLAY: "replay log"}
 _HEADER = struct.Struct("<8sI4sQ32s")
 HEADER_SIZE = _HEADER.size
 """Bytes before the payload (56)."""
+MAX_ENTITY_GAP = 1_000_000
+"""Most ids a snapshot may leave unused below its next entity id (esper's ids are replayed one by one)."""
 
-_LOOM_PACKAGES = ("loom.components", "loom.systems", "loom.engine", "loom.files")
-"""Packages whose classes a snapshot may name (a game's own classes come in as the App's or as trusted=)."""
-_SAFE_BUILTINS = frozenset({"set", "frozenset", "complex", "slice", "range", "bytearray", "bytes", "object"})
-_SAFE_COLLECTIONS = frozenset({"OrderedDict", "deque", "Counter"})
-_NUMPY_NAMES = {                                           # what arrays, dtypes and scalars pickle to
-    "numpy": {"ndarray", "dtype"},
-    "numpy.core.multiarray": {"_reconstruct", "scalar"},
-    "numpy._core.multiarray": {"_reconstruct", "scalar"},
-    "numpy.core.numeric": {"_frombuffer"},
-    "numpy._core.numeric": {"_frombuffer"},
-}
+MAX_CLOCK_COUNT = 100_000
+"""Largest substep count and max_steps a snapshot's clock may hold (a larger one would stall the App)."""
 
 
 class SnapshotError(ValueError):
@@ -125,15 +133,14 @@ class SnapshotError(ValueError):
 def save_snapshot(app: App, path: str | os.PathLike[str]) -> None:
     """Write ``app``'s whole simulation state to ``path`` atomically (see the module docstring).
 
-    Raises SnapshotError if a component cannot be saved (a class outside the trusted set, or an
-    object that does not pickle, such as a lambda); resources that cannot are skipped with a warning."""
+    Raises SnapshotError if a component cannot be saved (an object that is not plain data, such as a
+    lambda, or of a class outside the table) or the folder cannot be written; resources that cannot be
+    saved are skipped with a warning."""
     path = Path(path)
     try:
         data = _snapshot_bytes(app, path)
-    except _Refused as exc:
-        raise SnapshotError(f"{path}: cannot save {exc}") from None
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        raise SnapshotError(f"{path}: cannot save the world: {exc} (components must be plain data)") from None
+    except FormatError as exc:
+        raise SnapshotError(f"{path}: cannot save {_one_line(exc)} (components must be plain data)") from None
     write_container(path, KIND_SNAPSHOT, data)
 
 
@@ -143,99 +150,49 @@ def load_snapshot(app: App, path: str | os.PathLike[str], *, trusted: Iterable[t
     ``app`` must be built by the same scene code as the saved App (same plugins and systems): its
     behaviour is kept, its state replaced. Classes of components ``app`` does not hold yet (a game
     component spawned after start-up) must be passed in ``trusted``. Raises SnapshotError (a
-    ValueError) for a missing, corrupt, truncated, newer or untrusted file; ``app`` is unchanged then."""
+    ValueError) for a missing, corrupt, truncated, newer, pickle-based or invalid file, or one naming a
+    class outside the table; ``app`` is unchanged then. Loading never runs code named by the file."""
     path = Path(path)
     data = read_container(path, KIND_SNAPSHOT)
     app._use()
-    allowed = _app_types(app) | set(trusted)
-    targets: dict[tuple[Any, ...], Any] = {}
-    existing = {(e, type(c)): c for e in app.entities() for c in esper.components_for_entity(e)}
-
-    def target(key: tuple[Any, ...], cls: type) -> Any:
-        """The object a saved component or resource becomes: the App's own (in place) or a new one."""
-        if key not in targets:
-            kind, entity = key[0], key[1]
-            if kind == "component":
-                found = existing.get((entity, cls))
-            else:
-                found = app.resources.get(cls)
-            targets[key] = found if type(found) is cls else cls.__new__(cls)
-        return targets[key]
-
+    table = class_table(app, trusted)
     try:
-        payload = _RestrictedUnpickler(io.BytesIO(data), allowed, target).load()
-        if not isinstance(payload, dict) or {"entities", "resources", "clock"} - payload.keys():
-            raise SnapshotError(f"{path}: payload is not a Loom snapshot (missing sections)")
-    except SnapshotError:
-        raise
-    except _Refused as exc:
-        raise SnapshotError(f"{path}: refused to load {exc}") from None
+        plan = _decode_snapshot(data, table, app)
+        _check_plan(plan, app)
+    except FormatError as exc:
+        raise SnapshotError(f"{path}: refused to load: {_one_line(exc)}") from None
+    except ValueError as exc:                           # a component's check_state(): Class.field and value
+        raise SnapshotError(f"{path}: invalid state: {_one_line(exc)}") from None
     except Exception as exc:                            # a checksummed file that still fails: one line
-        raise SnapshotError(f"{path}: cannot read the payload: {type(exc).__name__}: {exc}") from None
-    saved_plugins = payload.get("plugins", [])
-    if saved_plugins != app.plugins:
+        raise SnapshotError(f"{path}: cannot read the payload: {type(exc).__name__}: {_one_line(exc)}") from None
+    if plan["plugins"] != app.plugins:
         log.warning("load_snapshot %s: saved App had plugins %s, this one has %s; systems may differ",
-                    path, saved_plugins, app.plugins)
-    # --- commit: nothing above changed the App -------------------------------------------------
-    objects = []
-    for entity, comps in payload["entities"]:
-        row = []
-        for cls, state in comps:
-            obj = target(("component", entity, cls.__module__, cls.__qualname__), cls)
-            _set_state(obj, state)
-            row.append(obj)
-        objects.append((entity, row))
-    esper.clear_database()
-    wanted = {entity for entity, _ in objects}
-    rows = dict(objects)
-    last = max([payload.get("next_entity", 1) - 1, *wanted], default=0)
-    for entity in range(1, last + 1):                   # esper hands out ids in order: replay them
-        made = esper.create_entity(*rows.get(entity, ()))
-        if made != entity:
-            raise SnapshotError(f"{path}: esper created entity {made}, expected {entity}")
-    for entity in range(1, last + 1):
-        if entity not in wanted:
-            esper.delete_entity(entity, immediate=True)
-    for cls, state in payload["resources"]:
-        obj = target(("resource", None, cls.__module__, cls.__qualname__), cls)
-        _set_state(obj, state)
-        app.resources[cls] = obj
-    clock = payload["clock"]
-    vars(app.clock).update(clock)
-    esper.clear_cache()
+                    path, plan["plugins"], app.plugins)
+    _commit(plan, app, path)
     return app
+
+
+def class_table(app: App | None, trusted: Iterable[type] = ()) -> ClassTable:
+    """The classes a file loaded into ``app`` may name: Loom's listed classes, the App's own component and
+    resource classes (its scene code made them) and ``trusted``."""
+    table = ClassTable(loom_classes())
+    if app is not None:
+        table.add(_app_types(app))
+    table.add(trusted)
+    return table
 
 
 # --- container: header, checksum, atomic write (shared with files.replay) ----------------------------
 def write_container(path: str | os.PathLike[str], kind: bytes, payload: bytes) -> None:
-    """Write ``payload`` under a checksummed header to ``path`` atomically (temp file, fsync, rename)."""
+    """Write ``payload`` under a checksummed header to ``path`` atomically (loom.files.atomic: temp file, fsync,
+    rename, the umask's permissions). SnapshotError naming ``path`` if its folder is missing; an OSError naming
+    ``path`` for the others (not writable, disk full), and the previous file is left intact."""
     path = Path(path)
     header = _HEADER.pack(MAGIC, FORMAT_VERSION, kind, len(payload), hashlib.sha256(payload).digest())
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(header)
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:                                                # make the rename itself durable (POSIX)
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    if not directory.is_dir():
+        raise SnapshotError(f"{path}: cannot write: folder {directory} does not exist")
+    write_atomic(path, header + payload)                 # any other OSError names the path
 
 
 def read_container(path: str | os.PathLike[str], kind: bytes) -> bytes:
@@ -254,6 +211,9 @@ def read_container(path: str | os.PathLike[str], kind: bytes) -> bytes:
     if version > FORMAT_VERSION:
         raise SnapshotError(f"{path}: format version {version} is newer than this Loom ({FORMAT_VERSION}); "
                             f"upgrade Loom to read it")
+    if version == 1:
+        raise SnapshotError(f"{path}: format version 1 files are pickle-based and no longer read (loading one "
+                            f"could run code); re-create it with this Loom")
     if version < 1:
         raise SnapshotError(f"{path}: format version {version} is not a valid Loom format version")
     if file_kind != kind:
@@ -268,52 +228,28 @@ def read_container(path: str | os.PathLike[str], kind: bytes) -> bytes:
     return payload
 
 
-def dumps_plain(obj: Any) -> bytes:
-    """Pickle ``obj`` under the same class rules as snapshots (for loom.files.replay's logs)."""
-    try:
-        return _dumps(obj, frozenset(), {})
-    except _Refused as exc:
-        raise SnapshotError(f"cannot save {exc}") from None
+def encode_plain(obj: Any, table: ClassTable, document: dict[str, Any]) -> bytes:
+    """The state-format zip of ``document`` with ``obj`` encoded under key "value" (for loom.files.replay)."""
+    encoder = Encoder(table)
+    return encoder.finish({**document, "value": encoder.encode(obj, "value")})
 
 
-def loads_plain(path: Path, data: bytes, trusted: Iterable[type] = ()) -> Any:
-    """Unpickle ``data`` read from ``path`` under the snapshot rules; raise SnapshotError in one line."""
+def decode_plain(path: Path, data: bytes, table: ClassTable) -> tuple[dict[str, Any], Any]:
+    """(document, value) of a zip written by ``encode_plain``; SnapshotError in one line if it is not one."""
     try:
-        return _RestrictedUnpickler(io.BytesIO(data), set(trusted), None).load()
-    except _Refused as exc:
-        raise SnapshotError(f"{path}: refused to load {exc}") from None
+        decoder = Decoder(data, table)
+        return decoder.document, decoder.decode(decoder.document.get("value"))
+    except FormatError as exc:
+        raise SnapshotError(f"{path}: refused to load: {_one_line(exc)}") from None
     except Exception as exc:
-        raise SnapshotError(f"{path}: cannot read the payload: {type(exc).__name__}: {exc}") from None
+        raise SnapshotError(f"{path}: cannot read the payload: {type(exc).__name__}: {_one_line(exc)}") from None
 
 
-# --- private: class rules, pickling, state ----------------------------------------------------------
-class _Refused(Exception):
-    """A class or function outside the trusted set was met while pickling or unpickling."""
-
-
-def _in_loom(module: str) -> bool:
-    """True if ``module`` is one of ``_LOOM_PACKAGES`` or inside one."""
-    return any(module == package or module.startswith(package + ".") for package in _LOOM_PACKAGES)
-
-
-def _allowed(module: str, name: str, obj: Any, trusted: set[type] | frozenset[type]) -> bool:
-    """True if the global ``module.name`` (resolved to ``obj``) may appear in a snapshot."""
-    if module in _NUMPY_NAMES and name in _NUMPY_NAMES[module]:
-        return True
-    if not isinstance(obj, type):
-        return False                                     # no function is ever called by a load
-    if obj in trusted:
-        return True
-    root = module.split(".")[0]
-    if _in_loom(module) or root == "pymunk":
-        return True
-    if module == "numpy.dtypes" or (root == "numpy" and issubclass(obj, np.generic)):
-        return True
-    if module == "builtins":
-        return name in _SAFE_BUILTINS
-    if module == "collections":
-        return name in _SAFE_COLLECTIONS
-    return False
+# --- private: saving ---------------------------------------------------------------------------------
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (at most 400 characters)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 400 else text[:397] + "..."
 
 
 def _app_types(app: App) -> set[type]:
@@ -323,122 +259,344 @@ def _app_types(app: App) -> set[type]:
     return types_
 
 
-def _state_of(obj: Any, what: str) -> Any:
-    """The picklable state of a component or resource (its ``__getstate__``, usually its ``__dict__``)."""
-    getstate = getattr(obj, "__getstate__", None)
-    state = getstate() if getstate is not None else None
-    if state is None and not hasattr(obj, "__setstate__"):
-        raise _Refused(f"{what}: {type(obj).__qualname__} has no state to save")
-    return state
-
-
-def _set_state(obj: Any, state: Any) -> None:
-    """Put ``state`` into ``obj`` (in place: the object keeps its identity)."""
-    setstate = getattr(obj, "__setstate__", None)
-    if setstate is not None:
-        setstate(state)
-        return
-    if isinstance(state, tuple) and len(state) == 2:    # (__dict__, slots) from object.__getstate__
-        state, slots = state
-        for key, value in (slots or {}).items():
-            setattr(obj, key, value)
-    if state:
-        obj.__dict__.clear()
-        obj.__dict__.update(state)
-
-
 def _snapshot_bytes(app: App, path: Path) -> bytes:
-    """Pickle the App's state (entities, saved resources, clock) under the class rules."""
+    """The snapshot payload: entities and their components, resources (those that are plain data), clock."""
     app._use()
-    trusted = _app_types(app)
-    entities = []
-    component_ids: dict[int, tuple[Any, ...]] = {}
+    encoder = Encoder(class_table(app))
+    rows = []
     for entity in sorted(app.entities()):
         if not esper.entity_exists(entity):               # deferred deletion pending: already gone
             continue
-        comps = []
-        for component in esper.components_for_entity(entity):
-            cls = type(component)
-            comps.append((cls, _state_of(component, f"entity {entity} {cls.__name__}")))
-            component_ids[id(component)] = ("component", entity, cls.__module__, cls.__qualname__)
-        entities.append((entity, comps))
+        comps = list(esper.components_for_entity(entity))
+        rows.append((entity, [(encoder.root(c), c) for c in comps]))
+    entities = [[entity, [{"id": ident, "c": name_of(type(c)),
+                           "s": encoder.state(c, f"entity {entity} {type(c).__qualname__}")} for ident, c in comps]]
+                for entity, comps in rows]
     resources, skipped = [], []
     for cls, resource in app.resources.items():
+        mark = encoder.mark()
         try:
-            _dumps(resource, trusted, component_ids)     # dry run: does it pickle under the rules?
-        except (_Refused, pickle.PicklingError, TypeError, AttributeError) as exc:
-            skipped.append(f"{cls.__module__}.{cls.__qualname__}")
-            log.warning("save_snapshot %s: resource %s not saved (%s); the loading App keeps its own",
-                        path, cls.__qualname__, exc)
-            continue
-        resources.append((cls, _state_of(resource, f"resource {cls.__name__}")))
-        component_ids[id(resource)] = ("resource", None, cls.__module__, cls.__qualname__)
-    payload = {
-        "entities": entities,
-        "next_entity": _next_entity_id(entities),
+            ident = encoder.root(resource)
+            resources.append({"id": ident, "c": name_of(type(resource)),
+                              "s": encoder.state(resource, f"resource {cls.__qualname__}")})
+        except FormatError as exc:
+            encoder.rollback(mark)
+            skipped.append(name_of(cls))
+            # a system's cache (loom.systems) is rebuilt by its system after a load: not worth a warning
+            report = log.debug if cls.__module__.startswith("loom.systems.") else log.warning
+            report("save_snapshot %s: resource %s not saved (%s); the loading App keeps its own",
+                   path, cls.__qualname__, _one_line(exc))
+    clock = {}
+    for name, value in vars(app.clock).items():
+        clock[name] = encoder.encode(value, f"clock.{name}")
+    document = {
+        "kind": "snapshot",
         "resources": resources,
+        "entities": entities,
+        "next_entity": _next_entity_id(rows),
         "skipped_resources": skipped,
-        "clock": dict(vars(app.clock)),
-        "plugins": app.plugins,
+        "clock": clock,
+        "plugins": list(app.plugins),
     }
-    return _dumps(payload, trusted, component_ids)
+    return encoder.finish(document)
 
 
-def _dumps(obj: Any, trusted: set[type] | frozenset[type], ids: dict[int, tuple[Any, ...]]) -> bytes:
-    buffer = io.BytesIO()
-    _CheckedPickler(buffer, trusted, ids).dump(obj)
-    return buffer.getvalue()
+# --- private: loading ---------------------------------------------------------------------------------
+def _list(value: Any, what: str) -> list[Any]:
+    if type(value) is not list:
+        raise FormatError(f"{what}: expected a list")
+    return value
 
 
-class _CheckedPickler(pickle.Pickler):
-    """Pickles only what the restricted unpickler will accept; components and resources referenced from
-    elsewhere are written as references to their own entry (restored in place on load)."""
+def _decode_snapshot(data: bytes, table: ClassTable, app: App) -> dict[str, Any]:
+    """Decode the payload into a plan: the objects to become components/resources and their states. The App's
+    own objects are chosen as targets (restored in place) but nothing is put into them yet."""
+    decoder = Decoder(data, table)
+    doc = decoder.document
+    if doc.get("kind") != "snapshot":
+        raise FormatError("payload is not a Loom snapshot (kind)")
+    existing = {(e, type(c)): c for e in app.entities() for c in esper.components_for_entity(e)}
+    resource_nodes = [_root_node(n, "resource") for n in _list(doc.get("resources"), "resources")]
+    entity_rows = []
+    for row in _list(doc.get("entities"), "entities"):
+        row = _list(row, "entity row")
+        if len(row) != 2 or type(row[0]) is not int or not 1 <= row[0] <= 2 ** 31:
+            raise FormatError(f"entity row {str(row)[:60]}: expected [entity id >= 1, components]")
+        entity_rows.append((row[0], [_root_node(n, f"entity {row[0]} component")
+                                     for n in _list(row[1], f"entity {row[0]}")]))
+    if len({e for e, _ in entity_rows}) != len(entity_rows):
+        raise FormatError("an entity id appears twice")
+    # declare every root first (references between components and resources resolve to the targets)
+    for node in resource_nodes:
+        cls = _root_class(table, node)
+        found = app.resources.get(cls)
+        node["obj"] = found if type(found) is cls else decoder.new(node["c"])
+        decoder.declare(node["id"], node["obj"])
+    for entity, nodes in entity_rows:
+        seen: set[type] = set()
+        for node in nodes:
+            cls = _root_class(table, node)
+            if cls in seen:
+                raise FormatError(f"entity {entity} has two {cls.__qualname__} components")
+            seen.add(cls)
+            found = existing.get((entity, cls))
+            node["obj"] = found if type(found) is cls else decoder.new(node["c"])
+            decoder.declare(node["id"], node["obj"])
+    entities = [(e, [(n["obj"], decoder.decode(n.get("s"))) for n in nodes]) for e, nodes in entity_rows]
+    resources = [(n["obj"], decoder.decode(n.get("s"))) for n in resource_nodes]
+    clock = _clock(doc.get("clock"), app, decoder)
+    next_entity = doc.get("next_entity")
+    last = max([e for e, _ in entity_rows], default=0)
+    if type(next_entity) is not int or not last < next_entity <= last + MAX_ENTITY_GAP + 1:
+        raise FormatError(f"next_entity = {str(next_entity)[:30]}: expected an integer above every entity id")
+    plugins = doc.get("plugins")
+    if type(plugins) is not list or any(type(p) is not str for p in plugins):
+        raise FormatError("plugins: expected a list of names")
+    if next_entity - 1 - len(entity_rows) > MAX_ENTITY_GAP:
+        raise FormatError(f"next_entity = {next_entity}: more than {MAX_ENTITY_GAP} unused entity ids")
+    return {"resources": resources, "entities": entities, "clock": clock, "next_entity": next_entity,
+            "plugins": plugins, "nested": decoder.created}
 
-    def __init__(self, file: io.BytesIO, trusted: set[type] | frozenset[type], ids: dict[int, tuple[Any, ...]]):
-        super().__init__(file, protocol=5)
-        self.trusted = trusted
-        self.ids = ids
 
-    def persistent_id(self, obj: Any) -> Any:
-        return self.ids.get(id(obj))
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-            module = getattr(obj, "__module__", None) or "?"
-            name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "?")
-            if not _allowed(module, name, obj, self.trusted):
-                raise _Refused(f"{module}.{name}: not a Loom, numpy or pymunk class (functions are never saved)")
-        return NotImplemented
+def _root_node(node: Any, what: str) -> dict[str, Any]:
+    if type(node) is not dict or type(node.get("id")) is not int or type(node.get("c")) is not str:
+        raise FormatError(f"{what}: expected {{id, c, s}}")
+    return dict(node)
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only the globals ``_allowed`` accepts; component/resource references go to ``target``."""
+def _root_class(table: ClassTable, node: dict[str, Any]) -> type:
+    cls = table.lookup(node["c"])
+    if issubclass(cls, tuple):
+        raise FormatError(f"{node['c']}: a named tuple cannot be a component or resource")
+    return cls
 
-    def __init__(self, file: io.BytesIO, trusted: set[type], target: Any) -> None:
-        super().__init__(file)
-        self.trusted = trusted
-        self.target = target
 
-    def find_class(self, module: str, name: str) -> Any:
-        root = module.split(".")[0]
-        if not _in_loom(module) and root not in ("pymunk", "numpy", "builtins", "collections") and \
-                not any(t.__module__ == module for t in self.trusted):
-            raise _Refused(f"{module}.{name}: module {module!r} is not trusted (pass its classes as trusted=)")
-        try:
-            obj = importlib.import_module(module)
-            for part in name.split("."):
-                obj = getattr(obj, part)
-        except (ImportError, AttributeError):
-            raise _Refused(f"{module}.{name}: no such class in this Loom") from None
-        if not _allowed(module, name, obj, self.trusted):
-            raise _Refused(f"{module}.{name}: not a Loom, numpy or pymunk class (pass game classes as trusted=)")
-        return obj
+def _clock(node: Any, app: App, decoder: Decoder) -> dict[str, Any]:
+    """The saved clock fields, each of the type the App's clock has (finite; counts >= 0, dt and sizes > 0)."""
+    if type(node) is not dict:
+        raise FormatError("clock: expected an object")
+    current = vars(app.clock)
+    if set(node) != set(current):
+        raise FormatError(f"clock fields {sorted(node)[:10]} differ from this Loom's {sorted(current)}")
+    clock = {}
+    for name, raw in node.items():
+        value = decoder.decode(raw)
+        kind = type(current[name])
+        if kind in (int, float) and (type(value) is not kind or not math.isfinite(value) or value < 0
+                                     or (name in ("dt", "substeps", "max_steps") and value <= 0)):
+            raise FormatError(f"clock.{name} = {str(value)[:40]}: expected a finite {kind.__name__} "
+                              f"{'> 0' if name in ('dt', 'substeps', 'max_steps') else '>= 0'}")
+        if name in ("substeps", "max_steps") and value > MAX_CLOCK_COUNT:
+            raise FormatError(f"clock.{name} = {value}: more than {MAX_CLOCK_COUNT}")
+        if kind not in (int, float) and type(value) is not kind:
+            raise FormatError(f"clock.{name}: expected a {kind.__name__}")
+        clock[name] = value
+    return clock
 
-    def persistent_load(self, pid: Any) -> Any:
-        if self.target is None or not (isinstance(pid, tuple) and len(pid) == 4):
-            raise _Refused(f"reference {pid!r}: unexpected in this file")
-        kind, entity, module, qualname = pid
-        return self.target(pid, self.find_class(module, qualname))
+
+def _validated_state(obj: Any, state: Any, clothes: dict[int, Any]) -> Any:
+    """``state`` as ``obj``'s class accepts it: put into a blank object of the class, ``check_state()`` run
+    (when the class has it: ValueError naming Class.field), and that object's checked attributes returned."""
+    cls = type(obj)
+    check = getattr(cls, "check_state", None)
+    if check is None:
+        return state
+    blank = cls.__new__(cls)
+    set_state(blank, state)
+    _run_check(blank, clothes)
+    return dict(vars(blank)) if getattr(cls, "__setstate__", None) is None else state
+
+
+def _run_check(obj: Any, clothes: dict[int, Any]) -> None:
+    """``obj.check_state()``; a system resource's ``check_state(clothes)`` also gets the loaded cloths by entity."""
+    check = obj.check_state
+    try:
+        takes_clothes = len(inspect.signature(check).parameters) >= 1
+    except (TypeError, ValueError):
+        takes_clothes = False
+    if takes_clothes:
+        check(clothes)
+    else:
+        check()
+
+
+def _scalar_state(state: Any, own: Any) -> bool:
+    """True if ``state`` holds only finite scalars, each of the type the App's own object has there."""
+    if type(state) is not dict:
+        return False
+    for name, value in state.items():
+        if type(value) not in (int, float, bool, str, type(None)):
+            return False
+        if type(value) is float and not math.isfinite(value):
+            return False
+        mine = getattr(own, name, None)
+        if mine is not None and value is not None and type(mine) is not type(value):
+            return False
+    return True
+
+
+def _implicit_workspaces(state: Any, clothes: dict[int, Any], colliders: int) -> dict[str, Any]:
+    """The implicit solver's workspaces, each rebuilt for its loaded cloth (``ImplicitWorkspace(cloth)``: its
+    topology, block pattern and index arrays come from the cloth, never from the file) and then given the
+    file's solver state where it has exactly the layout of the rebuilt one: scalars of the same type, float
+    arrays of the same shape and dtype (finite), int8/bool flag arrays of the same shape, per-particle collider
+    indices in [-1, ``colliders``)."""
+    from loom.systems.models.implicit.solver import ImplicitWorkspace
+    if type(state) is not dict or type(state.get("by_entity")) is not dict:
+        raise FormatError("ImplicitWorkspaces: expected {by_entity: {entity: workspace}}")
+    spaces = {}
+    for entity, loaded in state["by_entity"].items():
+        cloth = clothes.get(entity)
+        if cloth is None or type(loaded) is not ImplicitWorkspace:
+            raise FormatError(f"ImplicitWorkspaces.by_entity[{str(entity)[:20]}]: not a workspace of a loaded cloth")
+        fresh = ImplicitWorkspace(cloth)
+        for name, template in fresh.__getstate__().items():
+            if name in vars(loaded):
+                object.__setattr__(fresh, name, _merged(template, vars(loaded)[name],
+                                                        f"ImplicitWorkspace.{name}", colliders))
+        spaces[entity] = fresh
+    return {**state, "by_entity": spaces}
+
+
+def _merged(template: Any, loaded: Any, where: str, limit: int) -> Any:
+    """``loaded`` where it has exactly ``template``'s layout and is safe state (see ``_implicit_workspaces``);
+    the template's value where the value is topology (integer arrays other than int8 flags) or another kind."""
+    if isinstance(template, np.ndarray):
+        if not isinstance(loaded, np.ndarray) or loaded.shape != template.shape or loaded.dtype != template.dtype:
+            raise FormatError(f"{where}: array of shape {getattr(loaded, 'shape', None)}, expected {template.shape} "
+                              f"{template.dtype}")
+        if template.dtype.kind == "f":
+            if not np.isfinite(loaded).all():
+                raise FormatError(f"{where}: non-finite values")
+            return loaded
+        if template.dtype in (np.int8, np.bool_):
+            return loaded
+        constant = template.size == 0 or (template == template.flat[0]).all()
+        if constant and template.size and loaded.min() >= -1 and loaded.max() < limit:
+            return loaded                                  # an index per particle (collider), in range
+        return template                                    # topology: from the cloth, never from the file
+    if isinstance(template, tuple) and hasattr(template, "_fields"):
+        if type(loaded) is not type(template):
+            raise FormatError(f"{where}: expected a {type(template).__qualname__}")
+        return type(template)(*(_merged(t, v, f"{where}.{f}", limit)
+                                for f, t, v in zip(template._fields, template, loaded)))
+    if type(template) in (int, float, bool):
+        if type(loaded) is not type(template) or (type(loaded) is float and not math.isfinite(loaded)):
+            raise FormatError(f"{where} = {str(loaded)[:40]}: expected a finite {type(template).__name__}")
+        return loaded
+    return template
+
+
+def _collider_set(state: Any, entities: set[int]) -> dict[str, Any]:
+    """The packed colliders, checked and reduced to what the next step reads from them: each packed collider's
+    entity, its last end pose ``pose1`` (where a moving collider starts the next step), impulses (collision
+    events); every other array is made empty-of-the-right-size here and repacked by ``gather_colliders`` from
+    the Collider components (so no array the kernels index comes from the file)."""
+    from loom.components.collider import ColliderSet
+    if type(state) is not dict:
+        raise FormatError("ColliderSet: state is not a mapping")
+    ids = state.get("entities")
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1 or ids.dtype != np.int64 \
+            or not set(ids.tolist()) <= entities or np.unique(ids).size != ids.size:
+        raise FormatError("ColliderSet.entities: expected distinct ids of loaded entities, (k,) int64")
+    k = ids.size
+    fresh = ColliderSet().__dict__
+    for name, width in (("pose1", 7), ("impulse", 3), ("impulse_point", 4)):
+        array = state.get(name)
+        if not isinstance(array, np.ndarray) or array.shape != (k, width) or array.dtype != np.float64 \
+                or not np.isfinite(array).all():
+            raise FormatError(f"ColliderSet.{name}: expected ({k}, {width}) finite float64")
+        fresh[name] = array
+    touching = state.get("touching")
+    if type(touching) is not set or not touching <= entities:
+        raise FormatError("ColliderSet.touching: expected a set of loaded entity ids")
+    fresh.update(entities=ids, touching=touching, kind=np.zeros(k, np.int32), params=np.zeros((k, 4)),
+                 margin=np.zeros(k), friction=np.zeros(k), pose0=np.zeros((k, 7)), mesh=np.full(k, -1, np.int32))
+    return fresh
+
+
+def _check_plan(plan: dict[str, Any], app: App) -> None:
+    """Run every component's and resource's checks (``check_state``, converting arrays) and every nested
+    object's; store the checked states in the plan. A system resource (``loom.systems``: caches, workspaces,
+    scratch) is taken from the file only if its class checks its state, or its state is scalars of the App's
+    own types (the guard's Recovery); else the App gets a fresh one, which its systems refill."""
+    plan["entities"] = [(e, [(obj, _validated_state(obj, state, {})) for obj, state in comps])
+                        for e, comps in plan["entities"]]
+    clothes = {}                                           # entity → the loaded Cloth as it will be (a view)
+    colliders = 0
+    for e, comps in plan["entities"]:
+        for obj, state in comps:
+            if type(obj).__name__ == "Cloth" and type(state) is dict:
+                view = type(obj).__new__(type(obj))
+                view.__dict__.update(state)
+                clothes[e] = view
+            colliders += type(obj).__name__ == "Collider"
+    for obj in plan["nested"]:
+        if getattr(type(obj), "check_state", None) is not None:
+            _run_check(obj, clothes)
+    resources = []
+    for obj, state in plan["resources"]:
+        cls = type(obj)
+        if cls.__name__ == "ColliderSet" and cls.__module__ == "loom.components.collider":
+            state = _collider_set(state, {e for e, _ in plan["entities"]})
+        elif cls.__name__ == "ImplicitWorkspaces" and cls.__module__.startswith("loom.systems."):
+            state = _implicit_workspaces(state, clothes, colliders)
+        elif cls.__module__.startswith("loom.systems.") and getattr(cls, "check_state", None) is None \
+                and not _scalar_state(state, app.resources.get(cls)):
+            resources.append((None, cls))                  # rebuilt by its systems
+            continue
+        resources.append((obj, _validated_state(obj, state, clothes)))
+    plan["resources"] = resources
+
+
+def _commit(plan: dict[str, Any], app: App, path: Path) -> None:
+    """Put the checked plan into the App: components (in place where the App had them), entities with their
+    ids, resources, clock. Nothing before this changed the App."""
+    objects = []
+    for entity, comps in plan["entities"]:
+        row = []
+        for obj, state in comps:
+            _restore(obj, state)
+            row.append(obj)
+        objects.append((entity, row))
+    esper.clear_database()
+    wanted = {entity for entity, _ in objects}
+    rows = dict(objects)
+    last = max([plan["next_entity"] - 1, *wanted], default=0)
+    for entity in range(1, last + 1):                   # esper hands out ids in order: replay them
+        made = esper.create_entity(*rows.get(entity, ()))
+        if made != entity:
+            raise SnapshotError(f"{path}: esper created entity {made}, expected {entity}")
+    for entity in range(1, last + 1):
+        if entity not in wanted:
+            esper.delete_entity(entity, immediate=True)
+    for obj, state in plan["resources"]:
+        if obj is None:
+            _fresh_resource(app, state)
+            continue
+        _restore(obj, state)
+        app.resources[type(obj)] = obj
+    vars(app.clock).update(plan["clock"])
+    esper.clear_cache()
+
+
+def _fresh_resource(app: App, cls: type) -> None:
+    """Give the App a new, empty ``cls`` (a system cache its systems refill); keep its own if ``cls()`` needs
+    arguments. ``cls`` is the App's own resource class from the fixed table, never a name read from the file."""
+    try:
+        app.resources[cls] = cls()
+    except TypeError:
+        pass
+
+
+def _restore(obj: Any, state: Any) -> None:
+    """Put a checked state into ``obj``; an object restored in place counts as changed (``revision`` moves on,
+    so batches keyed on it rebuild their references to its new arrays)."""
+    before = vars(obj).get("revision") if hasattr(obj, "__dict__") else None
+    set_state(obj, state)
+    if type(before) is int and type(vars(obj).get("revision")) is int:
+        object.__setattr__(obj, "revision", max(before, vars(obj)["revision"]) + 1)
+
 
 
 def _next_entity_id(entities: list[tuple[int, Any]]) -> int:
@@ -449,4 +607,4 @@ def _next_entity_id(entities: list[tuple[int, Any]]) -> int:
     return max((e for e, _ in entities), default=0) + 1
 
 
-__all__ = ["FORMAT_VERSION", "SnapshotError", "load_snapshot", "save_snapshot"]
+__all__ = ["FORMAT_VERSION", "SnapshotError", "class_table", "load_snapshot", "save_snapshot"]

@@ -48,6 +48,7 @@ import numpy as np
 
 from loom.engine.geometry import closest_point_on_triangle, vertex_normals
 from loom.files import meshes as _io
+from loom.files.atomic import os_error_line
 
 __all__ = ["MODES", "main", "thicken", "save_thickened", "distance_field", "marching_tetrahedra", "simplify", "smooth",
            "refit", "closest_points", "vertex_normals"]
@@ -123,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"loom thickness: {error}", file=_sys.stderr)
         return 2
+    except OSError as error:                              # unreadable source; read-only or full disk; bad path
+        print(f"loom thickness: {os_error_line(error)}", file=_sys.stderr)
+        return 1
     print(f"{args.target}: {vertices.shape[0]} vertices, {faces.shape[0]} triangles")
     return 0
 

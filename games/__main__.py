@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in games:
         print(f"python -m loom.games: no game {name!r}; the games are {', '.join(games)}", file=sys.stderr)
         return 2
-    importlib.import_module(f"loom.games.{name}").main(rest)
+    importlib.import_module(f"loom.games.{name}").main(rest)     # a file error exits 1 in one line (runner)
     return 0
 
 

@@ -35,7 +35,8 @@ original = CPUDispatcher.__call__
 def counted(self, *args, **kwargs):                 # kernels called from Python: count their array arguments
     before = rtsys.get_allocation_stats().alloc
     out = original(self, *args, **kwargs)
-    arrays = sum(isinstance(a, np.ndarray) for a in args)
+    packed = [b for a in args if isinstance(a, tuple) for b in a]      # arrays packed in tuples: a wrapper each
+    arrays = sum(isinstance(a, np.ndarray) for a in [*args, *packed])
     name = self.py_func.__name__
     extra = rtsys.get_allocation_stats().alloc - before - arrays
     calls[name] = max(calls.get(name, 0), extra)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -317,3 +319,182 @@ def test_thicken_rejects_a_grid_coarser_than_half_the_thickness(bent_sheet):
         thickness.thicken(x, tri, T, spacing=0.02)
     with pytest.raises(ValueError, match=r"thicken.thickness = -1"):
         thickness.thicken(x, tri, -1)
+
+
+# --- files, done properly (issue 15): names, BOM, large coordinates, umask, OSErrors as one line ---------------
+
+def test_an_object_name_cannot_add_lines_to_the_obj_file(tmp_path):
+    sheet = mesh.grid(3, 3, 1.0, 1.0)
+    hostile = "cloth\nv 9 9 9\rf 1 2 3\u2028vt 0 0\x85\x1c\ttab\\"
+    path = io.save_obj(tmp_path / "named.obj", sheet.positions, sheet.triangles, name=hostile)
+    lines = path.read_text(encoding="utf-8").splitlines()       # splitlines: every line break Python knows
+    named = [line for line in lines if line.startswith("o ")]
+    assert named == ["o cloth\\nv 9 9 9\\rf 1 2 3\\u2028vt 0 0\\x85\\x1c\\ttab\\\\"]
+    loaded = io.load_obj(path)
+    assert np.array_equal(loaded.positions, sheet.positions) and np.array_equal(loaded.triangles, sheet.triangles)
+    with pytest.raises(ValueError, match=r"^save_obj.name = 42: must be a string or None$"):
+        io.save_obj(tmp_path / "bad.obj", sheet.positions, sheet.triangles, name=42)
+
+
+def test_obj_starting_with_a_utf8_byte_order_mark_loads(tmp_path):
+    text = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"                # the BOM sits right before the first 'v'
+    (tmp_path / "bom.obj").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (tmp_path / "plain.obj").write_bytes(text.encode())
+    with_bom, plain = io.load_obj(tmp_path / "bom.obj"), io.load_obj(tmp_path / "plain.obj")
+    assert with_bom.vertex_count == 3
+    assert np.array_equal(with_bom.positions, plain.positions) and np.array_equal(with_bom.uv, plain.uv)
+
+
+@pytest.mark.parametrize("scale", [1e300, 8e307, 3e150, 1e-3])
+def test_large_finite_coordinates_round_trip_bit_exact(tmp_path, scale):
+    sheet = mesh.grid(4, 3, 1.0, 0.7, plane="xz")
+    positions = (sheet.positions + [0.25, 0.1, -0.3]) * scale
+    path = io.save_obj(tmp_path / "far.obj", positions, sheet.triangles, uv=sheet.uv)
+    loaded = io.load_obj(path)
+    assert loaded.positions.tobytes() == positions.tobytes() and loaded.uv.tobytes() == sheet.uv.tobytes()
+    no_uv = io.load_obj(path, uv=False)                         # best-fit uv computed without overflow
+    assert no_uv.positions.tobytes() == positions.tobytes() and np.isfinite(no_uv.uv).all()
+    assert np.ptp(no_uv.uv[:, 0]) == pytest.approx(1.0 * scale, rel=1e-12)
+    ply = io.save_ply(tmp_path / "far.ply", positions, sheet.triangles)
+    body = ply.read_text().split("end_header\n", 1)[1].splitlines()[:len(positions)]
+    assert np.array_equal(np.array([[float(v) for v in row.split()] for row in body]), positions)
+
+
+def test_a_really_flat_triangle_far_away_is_still_rejected(tmp_path):
+    (tmp_path / "flat.obj").write_text("v 1e300 0 0\nv 2e300 0 0\nv 3e300 0 0\nf 1 2 3\n")
+    with pytest.raises(io.ObjError, match=r"flat.obj:4: .*zero-area triangle"):
+        io.load_obj(tmp_path / "flat.obj")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_written_files_honour_the_umask(tmp_path, mask):
+    sheet = mesh.grid(3, 3, 1.0, 1.0)
+    old = os.umask(mask)
+    try:
+        written = [io.save_obj(tmp_path / "a.obj", sheet.positions, sheet.triangles),
+                   io.save_ply(tmp_path / "a.ply", sheet.positions, sheet.triangles, binary=True),
+                   *io.export_frames(tmp_path / "seq", [sheet.positions], sheet.triangles)]
+        thickness.save_thickened(tmp_path / "thick.obj", sheet.positions, sheet.triangles, 0.2)
+        written.append(tmp_path / "thick.obj")
+    finally:
+        os.umask(old)
+    for path in written:
+        assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~mask), path
+
+
+def test_bake_files_honour_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        bake.bake("hanging_sheet", 2, tmp_path, every=1, settings={"n": 6}, progress=None)
+    finally:
+        os.umask(old)
+    written = [tmp_path / bake.MANIFEST, tmp_path / "frame_00000.obj", tmp_path / ".resume" / bake.RECORDS]
+    for path in written:
+        assert oct(path.stat().st_mode & 0o777) == oct(0o640), path
+
+
+def test_save_obj_into_a_missing_folder_names_the_target_not_a_temporary_file(tmp_path):
+    sheet = mesh.grid(3, 3, 1.0, 1.0)
+    target = tmp_path / "missing" / "a.obj"
+    with pytest.raises(FileNotFoundError) as caught:
+        io.save_obj(target, sheet.positions, sheet.triangles)
+    assert caught.value.filename == str(target) and caught.value.strerror == "No such file or directory"
+
+
+def test_writing_to_a_device_writes_into_it_and_never_replaces_it(tmp_path):
+    sheet = mesh.grid(3, 3, 1.0, 1.0)
+    before = os.stat("/dev/null")
+    io.save_obj("/dev/null", sheet.positions, sheet.triangles)
+    after = os.stat("/dev/null")
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        io.save_obj("/dev/full", sheet.positions, sheet.triangles)
+    assert caught.value.filename == "/dev/full"
+
+
+def _cli(module: str, *args: str, preexec=None) -> tuple[int, str]:
+    """Run ``python -m module args`` in a child process; return (exit status, stderr)."""
+    result = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True,
+                            timeout=300, preexec_fn=preexec, env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+    return result.returncode, result.stderr
+
+
+def _one_line(stderr: str) -> str:
+    """The only line of stderr, asserting there is no traceback."""
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    return stderr.strip()
+
+
+def test_bake_into_a_path_under_a_file_is_one_line_and_status_1(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    out = tmp_path / "file" / "bake"
+    status, stderr = _cli("loom.files.bake", "hanging_sheet", "--frames", "2", "--quiet", "--out", str(out))
+    assert status == 1 and _one_line(stderr) == f"loom bake: {out}: Not a directory"
+
+
+def _without_permission_override() -> None:
+    """Child setup: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the capability bounding set, so even root
+    meets folder permissions after exec (prctl PR_CAPBSET_DROP = 24); a no-op need for an ordinary user."""
+    if os.geteuid() != 0:
+        return
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):                                   # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_bake_into_a_read_only_folder_is_one_line_and_status_1(tmp_path):
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        status, stderr = _cli("loom.files.bake", "hanging_sheet", "--frames", "2", "--quiet", "--out",
+                              str(read_only), preexec=_without_permission_override)
+        assert status == 1 and _one_line(stderr) == f"loom bake: {read_only / bake.MANIFEST}: Permission denied"
+        assert not list(read_only.iterdir())
+        status, stderr = _cli("loom.files.bake", "hanging_sheet", "--frames", "2", "--quiet", "--out",
+                              str(read_only / "sub"), preexec=_without_permission_override)
+        assert status == 1 and _one_line(stderr) == f"loom bake: {read_only / 'sub'}: Permission denied"
+    finally:
+        read_only.chmod(0o755)
+
+
+def _small_file_limit() -> None:
+    """Child setup: files may grow to 3000 bytes only (a full disk: a frame write fails with EFBIG)."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_bake_onto_a_full_disk_is_one_line_and_status_1_and_resumes_later(tmp_path):
+    status, stderr = _cli("loom.files.bake", "hanging_sheet", "--set", "n=8", "--frames", "3", "--quiet", "--out",
+                          str(tmp_path), preexec=_small_file_limit)
+    assert status == 1 and _one_line(stderr) == f"loom bake: {tmp_path / 'frame_00000.obj'}: File too large"
+    assert not list(tmp_path.glob("frame_*")) and not list(tmp_path.glob(".*tmp*"))
+    assert bake.main(["hanging_sheet", "--set", "n=8", "--frames", "3", "--quiet", "--out", str(tmp_path)]) == 0
+
+
+def test_thickness_command_line_reports_file_errors_in_one_line(tmp_path):
+    sheet = mesh.grid(4, 4, 0.3, 0.3, plane="xz")
+    source = io.save_obj(tmp_path / "cloth.obj", sheet.positions, sheet.triangles)
+    status, stderr = _cli("loom.files.thickness", str(source), "/dev/full", "--thickness", "0.05")
+    assert status == 1 and _one_line(stderr) == "loom thickness: /dev/full: No space left on device"
+    missing = tmp_path / "nope.obj"
+    status, stderr = _cli("loom.files.thickness", str(missing), str(tmp_path / "t.obj"), "--thickness", "0.05")
+    assert status == 1 and _one_line(stderr) == f"loom thickness: {missing}: No such file or directory"
+    status, stderr = _cli("loom.files.thickness", str(source), str(source / "t.obj"), "--thickness", "0.05")
+    assert status == 1 and _one_line(stderr) == f"loom thickness: {source / 't.obj'}: Not a directory"
+
+
+def test_games_screenshot_into_an_impossible_path_is_one_line_and_status_1(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    target = tmp_path / "file" / "shot.png"
+    status, stderr = _cli("loom.games", "hanging_sheet", "--n", "6", "--headless", "--frames", "1", "--screenshot",
+                          str(target))
+    assert status == 1, stderr
+    line = _one_line(stderr)
+    assert line == f"loom: {target}: Not a directory"                 # the runner's line (engine/runner.py)
+    status, stderr = _cli("loom.games.hanging_sheet", "--n", "6", "--headless", "--frames", "1", "--screenshot",
+                          str(target))                                  # the game's own module: the same line
+    assert status == 1 and _one_line(stderr) == f"loom: {target}: Not a directory", stderr

@@ -14,7 +14,10 @@ until the next build, a velocity clamp):
    at the build, besides the drift all share (a falling cloth's). Particles that have, the
    escapees, are searched for on their own each pass: in the build's hash for the others, in a
    small hash of the escapees for each other. When more than ``REBUILD_FRACTION`` escaped, the
-   list is built again (a draping cloth: about one substep in five, a resting one: never);
+   list is built again (a draping cloth: about one substep in five, a resting one: never), and
+   always at the first substep of a step, so a step depends only on the state it starts from
+   (nothing of the list carries over between steps: a snapshot, which holds no list, resumes
+   bit-exact);
 3. separate: every listed pair closer than its gap, and every escapee's, is pushed apart, mass
    weighted. The gap is the thickness, or, for mesh neighbours whose rest distance is below it,
    the rest distance, so the cloth's own edges are not fought. Pairs from different cloths always
@@ -128,6 +131,8 @@ def collide_self(app: App, h: float) -> None:
     key = tuple((id(c), c.particle_count) for c in clothes)   # tearing changes the count
     if key != buffers.key:
         _allocate(buffers, clothes, key)
+    if app.clock.substep_index == 0:                   # each step builds its own list: a step's result depends
+        buffers.stale = True                           # on its start state only, so a snapshot resumes bit-exact
     if len(clothes) == 1:                              # one cloth: work on its own arrays
         x, x_prev, inv_mass = clothes[0].x, clothes[0].x_prev, clothes[0].inv_mass
     else:                                              # several: one copy in per cloth, per substep
@@ -387,7 +392,8 @@ def _clamp_and_flag(chunk, lo, hi, particles, fraction, half_skin2, built, escap
             dz = x[p, 2] - x_prev[p, 2]
             d = math.sqrt(dx * dx + dy * dy + dz * dz)
             limit = fraction * thickness[p]
-            if d > limit:
+            if d > limit * (1.0 + 1e-9):     # not d > limit: a pass run again (its list grew) must not
+                # rescale an already clamped motion by an ulp — the result would depend on the list's size
                 s = limit / d
                 x[p, 0] = x_prev[p, 0] + dx * s
                 x[p, 1] = x_prev[p, 1] + dy * s

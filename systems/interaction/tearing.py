@@ -129,9 +129,8 @@ def prune_tethers(app: App, dt: float) -> None:
         owner = np.repeat(np.arange(n), np.diff(cloth.tether_offsets))
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(np.bincount(owner[keep], minlength=n), out=offsets[1:])
-        cloth.tether_offsets = offsets
-        cloth.tether_anchor = np.ascontiguousarray(cloth.tether_anchor[keep])
-        cloth.tether_length = np.ascontiguousarray(cloth.tether_length[keep])
+        cloth.assign(tether_offsets=offsets, tether_anchor=np.ascontiguousarray(cloth.tether_anchor[keep]),
+                     tether_length=np.ascontiguousarray(cloth.tether_length[keep]))    # sizes change together
         tear.tether_table = cloth.tether_anchor
 
 
@@ -216,15 +215,11 @@ def _extend_pin(pin: Pin, source: np.ndarray, n: int) -> None:
     if picked.size == 0:
         return
     rows = rows[picked]
-    pin.index = np.ascontiguousarray(np.concatenate([pin.index, (n + picked).astype(np.int32)]))
-    pin.active = np.concatenate([pin.active, pin.active[rows]])
-    pin.active_before = np.concatenate([pin.active_before, pin.active_before[rows]])
-    pin.step_start = np.concatenate([pin.step_start, pin.step_start[rows]])
-    pin.step_end = np.concatenate([pin.step_end, pin.step_end[rows]])
-    if pin.target is not None:
-        pin.target = np.concatenate([pin.target, pin.target[rows]])
-    if pin.offset is not None:
-        pin.offset = np.concatenate([pin.offset, pin.offset[rows]])
+    grown = {name: np.concatenate([getattr(pin, name), getattr(pin, name)[rows]])
+             for name in ("active", "active_before", "step_start", "step_end", "target", "offset")
+             if getattr(pin, name) is not None}
+    pin.assign(index=np.ascontiguousarray(np.concatenate([pin.index, (n + picked).astype(np.int32)])),
+               **grown)                                             # the per-pin arrays grow together
 
 
 def _adjacency(triangles: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,8 @@
 """Guard: a step that would leave NaN, inf, an exploded value or a torn-apart link is refused, then recovered.
 
-Refusal. Before each step (PRE_STEP, ``ClothSet.SAVE``) the guard copies every cloth's positions
-and velocities; after it (POST_STEP, ``ClothSet.GUARD``) one pass checks them. A step is bad for a
+Refusal. Before each step (PRE_STEP, ``ClothSet.SAVE``) the guard copies every cloth's positions,
+velocities and x_prev (if finite: see below); after it (POST_STEP, ``ClothSet.GUARD``) one pass checks
+them and keeps a good state as the new last good copy. A step is bad for a
 cloth if any value is not finite, a coordinate lies farther than MAX_POSITION from the origin, a
 velocity component exceeds MAX_SPEED (an unstable explicit integrator grows through 1e60 and
 beyond long before it overflows to inf), or a distance link (stretch, shear or distance bend) is
@@ -12,6 +13,17 @@ warning goes to the ``loom.guard`` logger (the 1st, 10th, 100th … time, no flo
 reason, link, substeps and action) and the App emits ``step_rejected`` (entity, step, particle) so
 the game can react; inside the handler ``app.clock.substeps`` is the refused step's substep count
 and ``app.resource(Recovery)`` tells the rest (``factor == max_factor`` means it was clamped).
+
+State broken between steps. A game (or a bad assignment) may write NaN or inf into a cloth's x, v or
+x_prev between two steps. The guard's copy is therefore the last GOOD state, never a copy of what it
+finds: before a step, one fused pass per cloth checks x, v and x_prev and copies them only if all are
+finite; after a good step the guard copies the state it has just verified. A cloth found non-finite
+before a step is restored from that copy — the state at the end of its last good step, so it
+continues exactly as if nothing had been written — ``Recovery.restores`` grows, a warning goes to
+``loom.guard`` and the App emits ``state_restored`` (entity, step, particle, field). This is not a
+solver failure: ``rejected_steps`` and the substep multiplier are untouched. A cloth that never had
+a good state (NaN written before its first step, or right after tearing re-meshed it) cannot be
+restored: the step raises ValueError naming the entity, the field and the particle.
 
 Recovery (the ``Recovery`` resource holds the policy and its state):
 
@@ -92,6 +104,8 @@ class Recovery:
     """Times a cloth's velocities were clamped (a refusal at ``max_factor``)."""
     recoveries: int = 0
     """Times a refused cloth passed a step again (``step_recovered`` events)."""
+    restores: int = 0
+    """Times a cloth found non-finite before a step was restored to its last good state (``state_restored``)."""
 
     def __post_init__(self) -> None:
         f = self.max_factor
@@ -107,42 +121,86 @@ class Recovery:
         self.failing.pop(entity, None)
 
 
+FIELDS = ("x", "v", "x_prev")
+"""The Cloth state the guard checks before a step and keeps a good copy of, in kernel order."""
+
+
 class StepSnapshot:
-    """Per-cloth copies of x and v at the start of the step, keyed by entity (guard scratch)."""
+    """Per-cloth copies of the last good x, v and x_prev, keyed by entity (guard scratch)."""
 
     def __init__(self) -> None:
-        self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.saved: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.unverified: set[int] = set()              # entities whose copy was never filled (no good state yet)
         self.batch = Batch()
         self.check = Batch()
+        self.start = np.zeros((2, 0), np.int64)        # batched start check: first bad particle, field per cloth
         self.found = np.zeros((2, 0), np.int64)        # batched check: first bad particle, link per cloth
         self.stretch = np.zeros(0)                      # batched check: stretch bound per cloth
 
     def forget(self, entity: int) -> None:
         """Drop a despawned entity's saved state."""
         self.saved.pop(entity, None)
+        self.unverified.discard(entity)
+
+    def rows(self, clothes: list[tuple[int, Cloth]]) -> list[tuple[np.ndarray, ...]]:
+        """(x, v, x_prev, x0, v0, x_prev0) per cloth: its arrays and its copies (allocated for a new shape)."""
+        out = []
+        for entity, cloth in clothes:
+            saved = self.saved.get(entity)
+            if saved is None or saved[0].shape != cloth.x.shape or saved[0].dtype != cloth.x.dtype:
+                saved = self.saved[entity] = (np.empty_like(cloth.x), np.empty_like(cloth.v),
+                                              np.empty_like(cloth.x_prev))
+                self.unverified.add(entity)
+            out.append((cloth.x, cloth.v, cloth.x_prev, *saved))
+        return out
 
 
 def save_state(app: App, dt: float) -> None:
-    """Copy each cloth's positions and velocities before the step (no allocation after the first)."""
+    """Check each cloth's x, v, x_prev before the step and copy them if finite; restore a broken one.
+
+    One fused kernel pass per cloth (or one call for a batch); no allocation after the first step."""
     snapshot = app.init_resource(StepSnapshot)
     clothes = app.query(Cloth)
-
-    def rows() -> list[tuple[np.ndarray, ...]]:
-        out = []
-        for entity, cloth in clothes:
-            saved = snapshot.saved.get(entity)
-            if saved is None or saved[0].shape != cloth.x.shape:
-                saved = snapshot.saved[entity] = (np.empty_like(cloth.x), np.empty_like(cloth.v))
-            out.append((cloth.x, cloth.v, saved[0], saved[1]))
-        return out
-
     if batchable([c for _, c in clothes]):
         key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
-        _copy_batch(*snapshot.batch.update(key, rows))
+        lists = snapshot.batch.update(key, lambda: snapshot.rows(clothes))
+        if snapshot.start.shape[1] != len(clothes):
+            snapshot.start = np.zeros((2, len(clothes)), np.int64)
+        _check_and_save_batch(*lists, snapshot.start[0], snapshot.start[1])
+        bad_particle, bad_field = snapshot.start
+    else:
+        found = [_check_and_save(*row) for row in snapshot.rows(clothes)]
+        bad_particle = [bad for bad, _ in found]
+        bad_field = [which for _, which in found]
+    if max(bad_particle, default=-1) < 0:
+        snapshot.unverified.clear()
         return
-    for x, v, x0, v0 in rows():
-        np.copyto(x0, x)
-        np.copyto(v0, v)
+    for k, (entity, cloth) in enumerate(clothes):
+        if bad_particle[k] < 0:
+            snapshot.unverified.discard(entity)
+        else:
+            _restore_broken(app, snapshot, entity, cloth, int(bad_particle[k]), FIELDS[int(bad_field[k])])
+
+
+def _restore_broken(app: App, snapshot: StepSnapshot, entity: int, cloth: Cloth, particle: int, name: str) -> None:
+    """Put back a cloth found non-finite before a step from its last good copy, report it; ValueError if none."""
+    step = app.clock.step_index
+    if entity in snapshot.unverified:
+        value = getattr(cloth, name)[particle].tolist()
+        raise ValueError(f"Cloth.{name}[{particle}] of entity {entity} = {value} is not finite before step {step} "
+                         f"and the cloth has no good state to restore (written before its first step or "
+                         f"after a re-mesh): set finite values")
+    x0, v0, xp0 = snapshot.saved[entity]
+    np.copyto(cloth.x, x0)
+    np.copyto(cloth.v, v0)
+    np.copyto(cloth.x_prev, xp0)
+    recovery = app.init_resource(Recovery)
+    recovery.restores += 1
+    if _is_power_of_ten(recovery.restores):
+        log.warning("cloth entity %d: Cloth.%s[%d] was not finite before step %d (written between steps); "
+                    "restored to its last good state (%d restores so far)", entity, name, particle, step,
+                    recovery.restores)
+    app.emit("state_restored", entity=entity, step=step, particle=particle, field=name)
 
 
 def reject_non_finite(app: App, dt: float) -> None:
@@ -156,8 +214,9 @@ def reject_non_finite(app: App, dt: float) -> None:
     tearing = {entity for entity, tear in app.query(Tearable) if tear.active}     # tearing breaks long links
     stretch = [math.inf if entity in tearing else MAX_STRETCH for entity, _ in rows]
 
-    def arrays() -> list[tuple[np.ndarray, ...]]:
-        return [(c.x, c.v, c.link_i, c.link_j, c.link_rest, c.inv_mass) for _, c in rows]
+    def arrays() -> list[tuple[np.ndarray, ...]]:                  # a good state is kept as the last good one
+        return [(x, v, xp, c.link_i, c.link_j, c.link_rest, c.inv_mass, x0, v0, xp0)
+                for (_, c), (x, v, xp, x0, v0, xp0) in zip(rows, snapshot.rows(rows))]
 
     if batchable([c for _, c in rows]):                  # one call checks every cloth
         if snapshot.found.shape[1] != len(rows):
@@ -165,10 +224,11 @@ def reject_non_finite(app: App, dt: float) -> None:
             snapshot.stretch = np.zeros(len(rows))
         bad_particle, bad_link = snapshot.found
         snapshot.stretch[:] = stretch
-        _first_bad_batch(*snapshot.check.update(revisions(c for _, c in rows), arrays), MAX_POSITION, MAX_SPEED,
-                         snapshot.stretch, bad_particle, bad_link)
+        _first_bad_batch(snapshot.check.update(revisions(c for _, c in rows), arrays), (MAX_POSITION, MAX_SPEED),
+                         snapshot.stretch, snapshot.found)
     else:
-        found = [_first_bad(*row, MAX_POSITION, MAX_SPEED, limit) for row, limit in zip(arrays(), stretch)]
+        found = [_first_bad(row[0:3], row[3:6], row[6], row[7:10], (MAX_POSITION, MAX_SPEED, limit))
+                 for row, limit in zip(arrays(), stretch)]
         bad_particle = [bad for bad, _ in found]
         bad_link = [link for _, link in found]
     if not recovery.failing and max(bad_particle, default=-1) < 0:
@@ -176,9 +236,7 @@ def reject_non_finite(app: App, dt: float) -> None:
         return
     for k, (entity, cloth) in enumerate(rows):
         bad, link = int(bad_particle[k]), int(bad_link[k])
-        saved = snapshot.saved.get(entity)
-        if saved is not None and saved[0].shape != cloth.x.shape:
-            saved = None                                      # re-meshed during the step (tearing): no restore
+        saved = None if entity in snapshot.unverified else snapshot.saved.get(entity)   # none good: no restore
         if bad < 0 or saved is None:
             count = recovery.failing.pop(entity, 0)
             if count and bad < 0:
@@ -188,7 +246,7 @@ def reject_non_finite(app: App, dt: float) -> None:
                 app.emit("step_recovered", entity=entity, step=step, substeps=clock.substeps, refused=count)
             continue
         refused = True
-        x0, v0 = saved
+        x0, v0, _ = saved
         np.copyto(cloth.x, x0)
         np.copyto(cloth.v, v0)
         np.copyto(cloth.x_prev, x0)
@@ -244,14 +302,19 @@ def _is_power_of_ten(count: int) -> bool:
 
 # --- kernels --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _first_bad(x, v, link_i, link_j, link_rest, inv_mass, max_position, max_speed, max_stretch):
-    """(first bad particle, first overstretched link or −1): particle −1 if the state is good.
+def _first_bad(state, links, inv_mass, saved, bounds):
+    """(first bad particle, first overstretched link or −1): particle −1 if the state is good, and then
+    ``state`` (x, v, x_prev) is copied into ``saved`` (x0, v0, x_prev0), the last good state.
 
-    x, v (n, 3) [m, m/s]; link_i, link_j (c,) int32; link_rest (c,) [m]. A particle is bad if a
+    x, v (n, 3) [m, m/s]; links (link_i, link_j (c,) int32, link_rest (c,) [m]); inv_mass (n,) [1/kg];
+    bounds (max_position [m], max_speed [m/s], max_stretch [-]). A particle is bad if a
     coordinate or velocity component is non-finite or beyond its bound (a NaN fails every
     comparison, so ``not (|a| <= bound)`` catches it too); a link is bad if longer than
     max_stretch × rest, and then its first particle is reported — unless both its particles are
     held (inverse mass 0: pinned or grabbed), which the game placed there and no solver can fix."""
+    x, v, x_prev = state
+    link_i, link_j, link_rest = links
+    max_position, max_speed, max_stretch = bounds
     for p in range(x.shape[0]):
         for c in range(3):
             if not (abs(x[p, c]) <= max_position and abs(v[p, c]) <= max_speed):
@@ -267,26 +330,62 @@ def _first_bad(x, v, link_i, link_j, link_rest, inv_mass, max_position, max_spee
         limit = max_stretch * link_rest[k]
         if sq > limit * limit:
             return a, k
+    x0, v0, x_prev0 = saved
+    _check_and_save(x, v, x_prev, x0, v0, x_prev0)
     return -1, -1
 
 
 @numba.njit(cache=True, parallel=True)
-def _first_bad_batch(x, v, link_i, link_j, link_rest, inv_mass, max_position, max_speed, max_stretch, bad_particle,
-                     bad_link):
-    """``_first_bad`` for every cloth of a batch (typed lists), a cloth per thread: writes bad_particle[c],
-    bad_link[c]; max_stretch (cloths,) per cloth."""
+def _first_bad_batch(lists, bounds, max_stretch, found):
+    """``_first_bad`` for every cloth of a batch, a cloth per thread: ``lists`` the typed lists (x, v, x_prev,
+    link_i, link_j, link_rest, inv_mass, x0, v0, x_prev0), bounds (max_position, max_speed), max_stretch
+    (cloths,) per cloth; writes found[0, c] the bad particle, found[1, c] the bad link."""
+    x, v, x_prev, link_i, link_j, link_rest, inv_mass, x0, v0, x_prev0 = lists
     for k in prange(len(x)):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
-        bad_particle[c], bad_link[c] = _first_bad(x[c], v[c], link_i[c], link_j[c], link_rest[c], inv_mass[c],
-                                                  max_position, max_speed, max_stretch[c])
+        found[0, c], found[1, c] = _first_bad((x[c], v[c], x_prev[c]), (link_i[c], link_j[c], link_rest[c]),
+                                              inv_mass[c], (x0[c], v0[c], x_prev0[c]),
+                                              (bounds[0], bounds[1], max_stretch[c]))
 
 
 @numba.njit(cache=True)
-def _copy_batch(x, v, x0, v0):
-    """x0[c] = x[c], v0[c] = v[c] for every cloth of a batch (the guard's snapshot)."""
+def _check_and_save(x, v, x_prev, x0, v0, x_prev0):
+    """(first non-finite particle, field 0 x / 1 v / 2 x_prev), or (−1, −1) after copying x, v, x_prev
+    (n, 3) into x0, v0, x_prev0: a broken state is never copied over the last good one.
+
+    The check is branch-free (a finite a gives a·0 = 0, a NaN or inf gives NaN, so the sum is 0 only
+    if every value is finite); only a failed check searches for the particle."""
+    n = x.shape[0]
+    acc = 0.0
+    for p in range(n):
+        for c in range(3):
+            acc += x[p, c] * 0.0 + v[p, c] * 0.0 + x_prev[p, c] * 0.0
+    if acc != 0.0:
+        for p in range(n):
+            for c in range(3):
+                if not np.isfinite(x[p, c]):
+                    return p, 0
+                if not np.isfinite(v[p, c]):
+                    return p, 1
+                if not np.isfinite(x_prev[p, c]):
+                    return p, 2
+    for p in range(n):                           # one array at a time: about 2× faster than interleaved
+        for c in range(3):
+            x0[p, c] = x[p, c]
+    for p in range(n):
+        for c in range(3):
+            v0[p, c] = v[p, c]
+    for p in range(n):
+        for c in range(3):
+            x_prev0[p, c] = x_prev[p, c]
+    return -1, -1
+
+
+@numba.njit(cache=True)
+def _check_and_save_batch(x, v, x_prev, x0, v0, x_prev0, bad_particle, bad_field):
+    """``_check_and_save`` for every cloth of a batch (typed lists): writes bad_particle[c], bad_field[c]."""
     for c in range(len(x)):
-        x0[c][:] = x[c]
-        v0[c][:] = v[c]
+        bad_particle[c], bad_field[c] = _check_and_save(x[c], v[c], x_prev[c], x0[c], v0[c], x_prev0[c])
 
 
 @numba.njit(cache=True)

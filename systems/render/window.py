@@ -123,7 +123,7 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
         return app.report()
     if app.resources.get(FrameCapture) is None:
         print("loom: no renderer plugin added; the window will stay blank "
-              "(add systems.render_gl.GLRenderPlugin())", file=sys.stderr)
+              "(add loom.systems.render.GLRenderPlugin())", file=sys.stderr)
     window = open_window(settings)
     app.insert_resource(window)
     state = app.resource(InputState) if InputState in app.resources else app.insert_resource(InputState())

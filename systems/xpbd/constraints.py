@@ -204,7 +204,7 @@ def refresh_tethers(app: App, dt: float) -> None:
         cloth.tether_anchor_mask = anchors
         offsets, anchor, length = _build_tethers(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32),
                                                  cloth.inv_mass, cloth.tether_count)
-        cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length = offsets, anchor, length
+        cloth.assign(tether_offsets=offsets, tether_anchor=anchor, tether_length=length)   # sizes change together
 
 
 class AnchorBatch(Batch):
