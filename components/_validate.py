@@ -301,6 +301,15 @@ class Custom(Spec):
         return self.fn(owner, name, state, value)
 
 
+def unit_vector(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """A direction (3,), returned normalised; a zero vector is refused (a ``Custom`` field check)."""
+    vector = floats(owner, name, value, (3,))
+    norm = float(np.linalg.norm(vector))
+    if norm < 1e-12:
+        raise ValueError(f"{owner}.{name} = {vector.tolist()}: must be a non-zero vector (it is normalised)")
+    return vector / norm
+
+
 def _array(owner: str, name: str, value: Any, kind: str) -> np.ndarray:
     """``value`` as an ndarray of ``kind`` numbers (f real, i integer, b bool), or a FieldError naming the field."""
     expected = {"f": "real numbers", "i": "integers", "b": "booleans"}[kind]

@@ -26,7 +26,7 @@ import numpy as np
 
 from loom.components._revision import Checked
 from loom.components._validate import Arr, Custom, FieldError, Fixed, Flag, Instance, Offsets, Real, floats, indices, \
-    length, real, show
+    length, real, show, unit_vector
 from loom.engine.geometry import triangle_areas
 
 
@@ -38,7 +38,7 @@ class Plane(Checked):
     """Local normal (3,), normalised on construction; default +y: a floor."""
 
     def __post_init__(self) -> None:
-        self.normal = _unit("Plane", "normal", {}, self.normal)
+        self.normal = unit_vector("Plane", "normal", {}, self.normal)
 
 
 @dataclass(eq=False)
@@ -115,15 +115,6 @@ def _polygon(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
     if abs(cross.sum()) < 1e-12:
         raise ValueError(f"{owner}.{name} = {show(poly)}: has zero area")
     return np.ascontiguousarray(poly)
-
-
-def _unit(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
-    """A direction (3,), normalised; zero refused."""
-    n = floats(owner, name, value, (3,))
-    norm = float(np.linalg.norm(n))
-    if norm < 1e-12:
-        raise ValueError(f"{owner}.{name} = {n.tolist()}: must be a non-zero vector")
-    return n / norm
 
 
 @dataclass(eq=False)
@@ -234,7 +225,7 @@ def _cells_plus_one(state: Any) -> int | None:
     return int(np.prod(shape.astype(np.int64))) + 1
 
 
-Plane._fields = {"normal": Custom(_unit)}
+Plane._fields = {"normal": Custom(unit_vector)}
 Sphere._fields = {"radius": Real(0.0, low_open=True, unit=" [m]")}
 Capsule._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"), "half_length": Real(0.0, unit=" [m]")}
 Cylinder._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"),

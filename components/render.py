@@ -23,7 +23,7 @@ import numpy as np
 
 from loom.components._revision import Checked
 from loom.components._validate import Choice, Custom, FieldError, Flag, Int, Real, brief, choice, floats, \
-    integer, real, show
+    integer, real, show, unit_vector
 
 VIEWS = ("shaded", "normals", "wireframe", "strain", "particles")
 """Debug views ``RenderSettings.view`` may select, in the order the V key cycles them."""
@@ -111,7 +111,7 @@ class RenderSettings(Checked):
                 raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
             setattr(self, name, bool(value))
         self.background = _color(o, "background", self.background)
-        self.light_direction = _unit(o, "light_direction", {}, self.light_direction)
+        self.light_direction = unit_vector(o, "light_direction", {}, self.light_direction)
         self.ambient = real(o, "ambient", self.ambient, low=0.0, high=1.0, unit=" (fraction of full light)")
         self.strain_scale = real(o, "strain_scale", self.strain_scale, low=0.0, low_open=True, unit=" [-]")
         self.point_size = real(o, "point_size", self.point_size, low=0.0, low_open=True, unit=" [px]")
@@ -190,15 +190,6 @@ def _subdivision(owner: str, name: str, state: Any, value: Any) -> int:
     return levels
 
 
-def _unit(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
-    """A non-zero direction (3,), normalised."""
-    light = floats(owner, name, value, (3,))
-    norm = float(np.linalg.norm(light))
-    if norm < 1e-12:
-        raise ValueError(f"{owner}.{name} = {light.tolist()}: must be a non-zero vector")
-    return light / norm
-
-
 def _colour(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
     """An RGB colour (3,) in [0, 1]."""
     return _color(owner, name, value)
@@ -237,7 +228,7 @@ RenderSettings._fields = {
     "show_colliders": Flag(),
     "hud": Flag(),
     "background": Custom(_colour),
-    "light_direction": Custom(_unit),
+    "light_direction": Custom(unit_vector),
     "ambient": Real(0.0, 1.0, unit=" (fraction of full light)"),
     "strain_scale": Real(0.0, low_open=True, unit=" [-]"),
     "point_size": Real(0.0, low_open=True, unit=" [px]"),

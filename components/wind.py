@@ -15,10 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from loom.components._revision import Checked
-from loom.components._validate import Arr, Custom, Flag, Int, Real, floats, integer, real
+from loom.components._validate import Arr, Custom, Flag, Int, Real, floats, integer, real, unit_vector
 
 
 @dataclass(eq=False)
@@ -99,20 +97,11 @@ class Blower(Checked):
     def __post_init__(self) -> None:
         o = "Blower"
         self.origin = floats(o, "origin", self.origin, (3,), unit=" [m]")
-        self.direction = _direction(o, "direction", {}, self.direction)
+        self.direction = unit_vector(o, "direction", {}, self.direction)
         self.speed = real(o, "speed", self.speed, low=0.0, unit=" [m/s]")
         self.radius = real(o, "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
         self.spread = real(o, "spread", self.spread, low=0.0, high=1.5, unit=" [rad] (half-angle)")
         self.active = bool(self.active)
-
-
-def _direction(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
-    """Blower.direction: (3,), normalised; zero refused."""
-    direction = floats(owner, name, value, (3,))
-    norm = float(np.linalg.norm(direction))
-    if norm < 1e-12:
-        raise ValueError(f"{owner}.{name} = {direction.tolist()}: must not be zero (it is normalised)")
-    return direction / norm
 
 
 Wind._fields = {
@@ -129,7 +118,7 @@ Wind._fields = {
 }
 Blower._fields = {
     "origin": Arr((3,), unit=" [m]"),
-    "direction": Custom(_direction),
+    "direction": Custom(unit_vector),
     "speed": Real(0.0, unit=" [m/s]"),
     "radius": Real(0.0, low_open=True, unit=" [m]"),
     "spread": Real(0.0, 1.5, unit=" [rad] (half-angle)"),
