@@ -20,7 +20,8 @@ cloth                  ``Cloth``, ``ClothMaterial``, ``PRESETS``, ``Pin``, ``Tra
                        ``ImplicitSettings``
 colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylinder``, ``Box``, ``Prism``,
                        ``TriangleMesh``, ``RigidBody2D``, ``Space2D``
-air and input          ``Wind``, ``Blower``, ``Grab``, ``Camera``, ``InputState``
+air and input          ``Wind`` (zones: ``WindBox``, ``WindSphere``), ``Blower``, ``Grab``, ``Camera``,
+                       ``InputState``
 looks                  ``ClothStyle``, ``RenderSettings`` (``loom.components``)
 the pipeline           ``DefaultPlugins``, ``ClothSet`` (``loom.systems``: one subpackage per concern)
 drawing                ``GLRenderPlugin``, ``SoftRenderer``, ``SoftRenderPlugin``, ``WindowPlugin``
@@ -56,7 +57,8 @@ _PUBLIC: dict[str, str] = {
     "Prism": "loom.components", "TriangleMesh": "loom.components", "RigidBody2D": "loom.components",
     "Space2D": "loom.components",
     # air, input, looks
-    "Wind": "loom.components", "Blower": "loom.components", "Grab": "loom.components",
+    "Wind": "loom.components", "WindBox": "loom.components", "WindSphere": "loom.components",
+    "Blower": "loom.components", "Grab": "loom.components",
     "Camera": "loom.components", "InputState": "loom.components", "ClothStyle": "loom.components",
     "RenderSettings": "loom.components",
     # the pipeline

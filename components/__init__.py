@@ -13,12 +13,12 @@ from loom.components.render import ClothStyle, InputState, RenderSettings
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.components.tearing import Tearable
 from loom.components.transform import Transform
-from loom.components.wind import Blower, Wind
+from loom.components.wind import Blower, Wind, WindBox, WindSphere
 
 __all__ = [
     "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SETTINGS", "SHEAR", "STEP_MODELS", "STRETCH",
     "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
     "Cylinder", "FieldError", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
     "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
-    "VerletSettings", "Wind",
+    "VerletSettings", "Wind", "WindBox", "WindSphere",
 ]

@@ -6,17 +6,73 @@ coefficients of the first one, by entity id, apply); each active Blower adds its
 
     app.spawn(Wind(velocity=(6.0, 0.0, 1.5), gust=0.3, turbulence=0.2, seed=7))   # [m/s], fractions
     app.spawn(Blower(speed=12.0, active=False))          # the input system points it and turns it on
+    app.spawn(Wind(velocity=(4.0, 0.0, 0.0),                # a wind zone: blows only inside the box
+                   region=WindBox(center=(3.0, 2.0, 0.0), half_size=(1.0, 1.0, 0.5), edge=0.2)))
 
 Gusts and turbulence are deterministic functions of ``seed`` and simulated time: the same scene
 gives the same flutter on every run (DESIGN.md, "Invariants").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from loom.components._revision import Checked
-from loom.components._validate import Arr, Custom, Flag, Int, Real, floats, integer, real, unit_vector
+from loom.components._validate import (Arr, Custom, Flag, Instance, Int, Real, floats, integer, real,
+                                       unit_vector)
+from loom.components.transform import _rotation
+
+
+@dataclass(eq=False)
+class WindBox(Checked):
+    """A box-shaped wind zone (``Wind.region``): the wind blows at full strength deeper than ``edge`` inside
+    the box, fades smoothly (smoothstep of depth/edge) to zero at its faces, and is absent outside.
+
+    Depth is the distance to the nearest face, measured in the box's own axes. Move the zone by assigning
+    ``center`` (e.g. each frame from a Transform); ``WindBox(center=(0, 2, 0), half_size=(1, 1, 0.5))``
+    covers x in [−1, 1], y in [1, 3], z in [−0.5, 0.5] [m]."""
+
+    center: Any = (0.0, 0.0, 0.0)
+    """Centre of the box in world space [m], shape (3,)."""
+    half_size: Any = (1.0, 1.0, 1.0)
+    """Half-extents along the box's axes [m], shape (3,), each > 0."""
+    rotation: Any = field(default_factory=lambda: np.eye(3))
+    """Box-to-world rotation, shape (3, 3), orthonormal, det +1 (identity: axis-aligned)."""
+    edge: float = 0.0
+    """Width of the soft edge [m] in [0, min(half_size)]: 0 a hard edge, else the wind fades over this depth."""
+
+    def __post_init__(self) -> None:
+        self.check_state()                        # every field of WindBox._fields, then _cross
+
+    def _cross(self, owner: str, state: Mapping[str, Any]) -> None:
+        """The soft edge fits inside the box (the centre gets the full wind)."""
+        if state["edge"] > float(np.min(state["half_size"])):
+            raise ValueError(f"{owner}.edge = {state['edge']!r}: must be <= the smallest half_size "
+                             f"{float(np.min(state['half_size']))!r} [m]")
+
+
+@dataclass(eq=False)
+class WindSphere(Checked):
+    """A ball-shaped wind zone (``Wind.region``): full wind deeper than ``edge`` inside the sphere, a smooth
+    fade to zero at its surface, none outside. Move it by assigning ``center``."""
+
+    center: Any = (0.0, 0.0, 0.0)
+    """Centre of the sphere in world space [m], shape (3,)."""
+    radius: float = 1.0
+    """Radius [m] > 0."""
+    edge: float = 0.0
+    """Width of the soft edge [m] in [0, radius]: 0 a hard edge, else the wind fades over this depth."""
+
+    def __post_init__(self) -> None:
+        self.check_state()                        # every field of WindSphere._fields, then _cross
+
+    def _cross(self, owner: str, state: Mapping[str, Any]) -> None:
+        """The soft edge fits inside the sphere (the centre gets the full wind)."""
+        if state["edge"] > state["radius"]:
+            raise ValueError(f"{owner}.edge = {state['edge']!r}: must be <= radius {state['radius']!r} [m]")
 
 
 @dataclass(eq=False)
@@ -28,6 +84,11 @@ class Wind(Checked):
     seeded sums of sines bounded by 1 (``loom.systems.forces.wind.air_velocity`` evaluates it).
     The force model (quadratic pressure drag along the triangle normal, lift across the flow and
     Provot's linear viscous term) is documented in ``systems/forces/wind.py``.
+
+    With a ``region`` (a ``WindBox`` or ``WindSphere``) the wind is a zone: its air velocity is scaled per
+    particle by a weight, 1 inside, fading over the region's ``edge`` to 0 at its boundary, and a cloth wholly
+    outside every zone (with no global Wind or Blower about) feels no aerodynamic force at all. Without a
+    region it blows everywhere. Several Winds add up.
     """
 
     velocity: Any = (5.0, 0.0, 0.0)
@@ -54,9 +115,12 @@ class Wind(Checked):
     """Seed [-] >= 0 of the gust and turbulence phases; same seed, same wind."""
     active: bool = True
     """False silences this wind (toggle it instead of removing the component)."""
+    region: Any = None
+    """Where it blows: None everywhere, or a ``WindBox`` / ``WindSphere`` zone (world space [m])."""
 
     def __post_init__(self) -> None:
         o = "Wind"
+        self.region = _REGION.check(o, "region", {}, self.region, {})
         self.velocity = floats(o, "velocity", self.velocity, (3,), unit=" [m/s]")
         self.gust = real(o, "gust", self.gust, low=0.0, high=1.0, unit=" [-] (a fraction in [0, 1])")
         self.gust_period = real(o, "gust_period", self.gust_period, low=0.0, low_open=True, unit=" [s]")
@@ -104,6 +168,20 @@ class Blower(Checked):
         self.active = bool(self.active)
 
 
+_REGION = Instance((WindBox, WindSphere), "a WindBox, a WindSphere or None", optional=True)
+"""Spec of ``Wind.region``."""
+
+WindBox._fields = {
+    "center": Arr((3,), unit=" [m]"),
+    "half_size": Arr((3,), low=0.0, low_open=True, unit=" [m]"),
+    "rotation": Custom(_rotation),
+    "edge": Real(0.0, unit=" [m]"),
+}
+WindSphere._fields = {
+    "center": Arr((3,), unit=" [m]"),
+    "radius": Real(0.0, low_open=True, unit=" [m]"),
+    "edge": Real(0.0, unit=" [m]"),
+}
 Wind._fields = {
     "velocity": Arr((3,), unit=" [m/s]"),
     "gust": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
@@ -115,6 +193,7 @@ Wind._fields = {
     "air_density": Real(0.0, low_open=True, unit=" [kg/m³]"),
     "seed": Int(0),
     "active": Flag(),
+    "region": _REGION,
 }
 Blower._fields = {
     "origin": Arr((3,), unit=" [m]"),

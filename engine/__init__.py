@@ -8,9 +8,9 @@ from loom.engine.app import App
 from loom.engine.clock import FixedClock
 from loom.engine.mesh import Mesh
 from loom.engine.plugin import Plugin, PluginError, PluginGroup
-from loom.engine.runner import WindowRunner, parser, print_report, run_app
+from loom.engine.runner import HEADLESS_FRAMES, WindowRunner, parser, print_report, run_app
 from loom.engine.schedule import Stage
 from loom.engine.window import Window, WindowSettings
 
-__all__ = ["App", "FixedClock", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
+__all__ = ["HEADLESS_FRAMES", "App", "FixedClock", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
            "WindowSettings", "mesh", "parser", "print_report", "run_app"]

@@ -31,7 +31,7 @@ from loom.engine.geometry import grid_triangles as _grid_triangles, triangle_are
 
 __all__ = ["Mesh", "grid", "strip", "disc", "from_triangles"]
 
-_PLANES = ("xy", "xz")
+_PLANES = ("xy", "xz", "yz")
 _SIDE_NAMES = ("left", "right", "top", "bottom", "top_corners", "bottom_corners", "corners")
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -164,7 +164,9 @@ def grid(nx: int, ny: int, width: float, height: float, *,
     """Rectangular sheet of nx × ny particles spanning width × height [m]: the standard flag, curtain or tablecloth.
 
     plane "xy" is a vertical sheet facing +z (row 0 at the bottom); "xz" a horizontal one facing +y (row 0 on the
-    +z side, so "top" is the far edge seen from +z). center [m] is the sheet's middle. Quads are split along
+    +z side, so "top" is the far edge seen from +z); "yz" a vertical sheet facing +x (row 0 at the bottom, columns
+    running toward -z, i.e. left to right seen from +x): the "xy" sheet turned 90° about y, e.g. a cape behind a
+    hero who runs along x, free to swing back and forth in x. center [m] is the sheet's middle. Quads are split along
     alternating (checkerboard) diagonals, so the sheet has no preferred shear direction, and all triangles are
     counter-clockwise seen from the front. Link tables use the classic Provot stencil: stretch links between row and
     column neighbours, shear links along both diagonals of every quad, bend links between particles two apart.
@@ -196,7 +198,8 @@ def disc(radius: float, rings: int, *,
 
     Ring k (1..rings) lies at radius k·radius/rings [m] with 6k particles evenly spaced, angle starting at 0 (+x);
     the band between rings k-1 and k holds 6(2k-1) triangles, so the disc has 1 + 3·rings·(rings+1) particles and
-    6·rings² nearly equilateral triangles. plane "xz" (default) is horizontal facing +y, "xy" vertical facing +z.
+    6·rings² nearly equilateral triangles. plane "xz" (default) is horizontal facing +y, "xy" vertical facing +z,
+    "yz" vertical facing +x.
     stretch_links are the edges, bend_links the bend pairs (Fuhrmann et al. 2003 §3), no shear links.
     uv [m] is measured from the lower-left corner of the circle's bounding box, (cx - radius, ...).
     Raises ValueError for radius not finite and > 0, rings not an integer >= 1, or a bad plane/center.
@@ -356,11 +359,14 @@ def _place(u: np.ndarray, v: np.ndarray, center: np.ndarray, plane: str) -> np.n
     """Positions (n, 3) [m] of in-plane coordinates u (right) and v (up the sheet) [m] about center.
 
     "xy": (cx + u, cy + v, cz), front +z. "xz": (cx + u, cy, cz - v), front +y: the "xy" sheet tipped back onto
-    the floor (a rotation about x), so counter-clockwise triangles stay counter-clockwise seen from the front.
+    the floor (a rotation about x). "yz": (cx, cy + v, cz - u), front +x: the "xy" sheet turned 90° about y. Both
+    are rotations, so counter-clockwise triangles stay counter-clockwise seen from the front.
     """
     cx, cy, cz = center
     if plane == "xy":
         return np.stack([cx + u, cy + v, np.full_like(u, cz)], axis=1)
+    if plane == "yz":
+        return np.stack([np.full_like(u, cx), cy + v, cz - u], axis=1)
     return np.stack([cx + u, np.full_like(u, cy), cz - v], axis=1)
 
 

@@ -5,18 +5,22 @@ The game owns the window, the loop, the clock and the drawing order. Loom only s
 software renderer, after the sky and before the hero, so the cape hangs behind him. The cape's top
 edge is pinned to the hero's Transform: move the Transform and the cape follows. See docs/embedding.md.
 
-Run: python -m loom.games.embed_surface [--headless --frames 300] · Keys: ←/→ run, Space jump, Esc quit
-Headless (SDL's dummy video driver, no window) the hero follows a script and one JSON line is printed:
-the App's report (frames, particles, nan …) plus hero_x [m], cloth_px (pixels the cape covers), draw_ms.
+Run: python -m loom.games.embed_surface [--headless] [--frames N] [--report json|text] [--screenshot out.png]
+Keys: ←/→ run, Space jump, Esc quit. In a window it runs until closed, or for N frames with --frames N.
+Headless (SDL's dummy video driver, no window) the hero follows a script for N frames (default 300) and the
+report is printed (one JSON line unless --report text): the App's report (frames, particles, nan …) plus
+hero_x [m], cloth_px (pixels the cape covers), draw_ms. --screenshot saves the game's own Surface, as drawn
+on the last frame, as a PNG (headless too).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from collections.abc import Sequence
 
 from loom.components import Camera, Cloth, ClothStyle, Pin, Transform
-from loom.engine import App, mesh, parser, print_report
+from loom.engine import HEADLESS_FRAMES, App, mesh, parser, print_report
 from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line
@@ -37,11 +41,10 @@ GROUND_PX = round(CAMERA.project((0.0, 0.0, 0.0), *SIZE)[1])                   #
 def build_scene(app: App) -> tuple[Transform, Cloth]:
     """Spawn the hero (a Transform at his feet) and a 0.5 m wide, 0.65 m long cape pinned across his shoulders."""
     hero_id = app.spawn(hero := Transform.from_2d(0.0, 0.0))
-    flat = mesh.grid(8, 12, 0.5, 0.65, center=(0.0, HERO_H - 0.325, 0.0))        # top edge at shoulder height
-    turned = flat.positions[:, [2, 1, 0]] * (1.0, 1.0, -1.0)                      # 90° about y: spans z, faces +x
-    cape = mesh.from_triangles(turned, flat.triangles, uv=flat.uv)                # so it can swing back and forth
+    cape = mesh.grid(8, 12, 0.5, 0.65, center=(0.0, HERO_H - 0.325, 0.0),       # top edge at shoulder height,
+                     plane="yz")                                                  # spans z, faces +x: swings in x
     cloth = Cloth.from_mesh(cape, "silk", damping=3.0)                            # [1/s]: still air drags it
-    app.spawn(cloth, Pin(flat.side("top"), attach_to=hero_id), ClothStyle(texture=None))
+    app.spawn(cloth, Pin(cape.side("top"), attach_to=hero_id), ClothStyle(texture=None))
     return hero, cloth
 
 
@@ -62,8 +65,34 @@ def hero_rect(hero: Transform) -> pygame.Rect:
     return pygame.Rect(round(x0), round(y0), round(x1 - x0), round(y1 - y0))
 
 
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The shared game options; --report defaults to json headless (one line for scripts), text in a window."""
+    p = parser("python -m loom.games.embed_surface")
+    p.set_defaults(report=None)
+    args = p.parse_args(None if argv is None else list(argv))
+    args.report = args.report or ("json" if args.headless else "text")
+    return args
+
+
+def frame_limit(args: argparse.Namespace) -> int | None:
+    """Frames to run: --frames N, else HEADLESS_FRAMES headless, else None (a window runs until closed)."""
+    if args.frames is not None:
+        return args.frames
+    return HEADLESS_FRAMES if args.headless else None
+
+
+def save_screenshot(screen: pygame.Surface, path: str) -> None:
+    """Save the game's own Surface as a PNG at path; an unwritable path exits with one line (like the runner)."""
+    try:
+        pygame.image.save(screen, path)
+    except (OSError, pygame.error) as exc:
+        raise SystemExit(f"loom: {path}: {exc}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
-    args = parser("python -m loom.games.embed_surface").parse_args(argv)
+    """Run the game as the command line says and return (and print) its report."""
+    args = parse_args(argv)
+    limit = frame_limit(args)
     if args.headless:
         os.environ["SDL_VIDEODRIVER"] = "dummy"                                    # plain surfaces, no window
     pygame.display.init()                                                          # video only: no audio
@@ -72,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     hero, _ = build_scene(app)
     renderer, clock = SoftRenderer(SIZE), pygame.time.Clock()
     frame, vx, vy, draw_s, quit_ = 0, 0.0, 0.0, 0.0, False                    # [m/s], [m/s], [s]
-    while not quit_ and (frame < args.frames or not args.headless):
+    while not quit_ and (limit is None or frame < limit):
         real_dt = DT if args.headless else min(clock.tick(60) / 1000, 0.1)    # [s]
         run, jump, quit_ = read_keys(frame, args.headless)
         on_ground = hero.position[1] <= 0.0
@@ -91,8 +120,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         frame += 1
     report = app.report() | {"hero_x": round(float(hero.position[0]), 4), "cloth_px": int(renderer.covered.sum()),
                              "draw_ms": round(1000 * draw_s / max(frame, 1), 3)}
-    pygame.quit()
-    print_report(report, "json" if args.headless else args.report)
+    try:
+        if args.screenshot:
+            save_screenshot(screen, args.screenshot)
+    finally:
+        pygame.quit()
+    print_report(report, args.report)
     return report
 
 

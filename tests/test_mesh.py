@@ -80,13 +80,32 @@ def test_grid_positions_and_uv_run_from_the_lower_left_corner():
     assert np.allclose(flat.uv, m.uv)
 
 
+def test_yz_grid_is_a_vertical_sheet_facing_plus_x_with_the_xy_uv():
+    m = mesh.grid(3, 2, 2.0, 1.0, center=(1.0, 2.0, 3.0), plane="yz")
+    assert np.all(m.positions[:, 0] == 1.0), "every particle at x = center x"
+    assert np.allclose(m.positions[:, 1], [1.5, 1.5, 1.5, 2.5, 2.5, 2.5])       # row 0 at the bottom
+    assert np.allclose(m.positions[:, 2], [4.0, 3.0, 2.0, 4.0, 3.0, 2.0])       # columns run toward -z
+    assert np.allclose(m.uv, mesh.grid(3, 2, 2.0, 1.0).uv)
+    assert m.uv.min(axis=0).tolist() == [0.0, 0.0] and np.allclose(m.uv.max(axis=0), [2.0, 1.0])
+    assert np.allclose(m.positions[m.side("top"), 1], 2.5) and m.side("top").tolist() == [3, 4, 5]
+    assert np.allclose(_normals(m).sum(axis=0) / np.linalg.norm(_normals(m).sum(axis=0)), (1, 0, 0))
+
+
+def test_yz_grid_is_the_xy_grid_turned_a_quarter_turn_about_y():
+    flat, side = mesh.grid(5, 4, 1.2, 0.8, plane="xy"), mesh.grid(5, 4, 1.2, 0.8, plane="yz")
+    quarter = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])    # +90° about y: x → -z, z → +x
+    assert np.allclose(flat.positions @ quarter.T, side.positions, atol=1e-12)
+    assert np.array_equal(flat.triangles, side.triangles) and np.array_equal(flat.edges, side.edges)
+
+
 @pytest.mark.parametrize("build, front", [
     (lambda: mesh.grid(6, 4, 1.5, 1.0), (0, 0, 1)),
     (lambda: mesh.grid(5, 7, 1.0, 2.0, plane="xz"), (0, 1, 0)),
     (lambda: mesh.strip(9, 2.0, 0.1), (0, 0, 1)),
     (lambda: mesh.disc(1.0, 4), (0, 1, 0)),
     (lambda: mesh.disc(0.5, 3, plane="xy"), (0, 0, 1)),
-], ids=["grid-xy", "grid-xz", "strip", "disc-xz", "disc-xy"])
+    (lambda: mesh.grid(4, 6, 0.5, 0.65, plane="yz"), (1, 0, 0)),
+], ids=["grid-xy", "grid-xz", "strip", "disc-xz", "disc-xy", "grid-yz"])
 def test_every_triangle_is_counter_clockwise_seen_from_the_front(build, front):
     normals = _normals(build())
     unit = normals / np.linalg.norm(normals, axis=1, keepdims=True)
@@ -309,7 +328,7 @@ def test_from_triangles_rejects_bad_input_naming_the_field(positions, triangles,
     (lambda: mesh.grid(4, 4, 0.0, 1.0), r"grid.width = 0.0: must be finite and > 0 \[m\]"),
     (lambda: mesh.grid(4, 4, 1.0, float("nan")), r"grid.height = nan: must be finite and > 0"),
     (lambda: mesh.grid(4, 4, 1.0, -2.0), r"grid.height = -2.0"),
-    (lambda: mesh.grid(4, 4, 1.0, 1.0, plane="yz"), r"grid.plane = 'yz': expected one of xy, xz"),
+    (lambda: mesh.grid(4, 4, 1.0, 1.0, plane="zy"), r"grid.plane = 'zy': expected one of xy, xz, yz"),
     (lambda: mesh.grid(4, 4, 1.0, 1.0, center=(0.0, 0.0)), r"grid.center = \(0.0, 0.0\): expected 3 finite"),
     (lambda: mesh.grid(4, 4, 1.0, 1.0, center=(0.0, np.inf, 0.0)), r"grid.center = .*expected 3 finite"),
     (lambda: mesh.strip(1, 1.0, 0.1), r"strip.count = 1: need at least 2"),
@@ -357,7 +376,7 @@ def test_mesh_constructor_rejects_wrong_dtypes_and_indices():
 # --- properties ------------------------------------------------------------------------------------------------
 
 @settings(max_examples=60, deadline=None)
-@given(nx=st.integers(2, 12), ny=st.integers(2, 12), plane=st.sampled_from(["xy", "xz"]))
+@given(nx=st.integers(2, 12), ny=st.integers(2, 12), plane=st.sampled_from(["xy", "xz", "yz"]))
 def test_random_grids_are_manifold_discs(nx, ny, plane):
     m = mesh.grid(nx, ny, 1.0, 0.5, plane=plane)
     counts = _edge_use_counts(m)

@@ -35,6 +35,14 @@ phases are drawn once from ``numpy.random.default_rng(seed)`` (no global random 
 seed and simulated time give the same air, bit for bit, on every run. |s| <= 1 and |w| <= 1.
 Several Winds add their velocities; the aerodynamic coefficients and air density of the first
 active Wind (lowest entity id) apply, Wind's defaults when only Blowers blow.
+
+Wind zones: a Wind with a ``region`` (``WindBox`` or ``WindSphere``) adds weight(p)·u_w(p, t), the weight 1
+deeper than the region's ``edge`` inside it, smoothstep(depth/edge) across the edge, 0 outside. Each particle
+also gets a coverage c = 1 when any global Wind (no region) or Blower is active, else min(1, Σ weights); each
+triangle's forces and stability rate are scaled by its corners' mean coverage, and a triangle with coverage 0
+is skipped. So a cloth outside every zone feels nothing — not even still-air drag — exactly as with no Wind
+at all, and a scene without zones computes bit for bit what it did before zones existed. The weights are
+evaluated per particle inside the kernels; each Wind's zone is packed into one row of 17 floats (``_pack``).
 """
 from __future__ import annotations
 
@@ -48,7 +56,7 @@ import numpy as np
 from numba import prange
 
 from loom.components import Cloth
-from loom.components.wind import Blower, Wind
+from loom.components.wind import Blower, Wind, WindBox, WindSphere
 from loom.engine import App, Stage
 from loom.systems.shared.batch import Batch, batchable, revisions
 from loom.systems.shared.held import Held, hold
@@ -61,6 +69,11 @@ TURBULENCE_MODES = 8
 """Travelling waves in the turbulence field w(p, t), wavelengths 0.5 … 3 m."""
 _COEFFICIENTS = Wind(velocity=(0.0, 0.0, 0.0))
 """Aerodynamic defaults used when only Blowers blow."""
+AIR_ROWS = 8
+"""Rows of the air scratch: x, y, z, ux, uy, uz, coverage, zone weight."""
+ZONE_COLUMNS = 17
+"""Floats per wind zone: kind (0 none, 1 box, 2 sphere), centre (3), half-size (3; a sphere: radius, 0, 0),
+edge, box-to-world rotation (9, row-major)."""
 
 
 class WindPlugin:
@@ -91,7 +104,8 @@ class AeroArrays(NamedTuple):
     rate: np.ndarray
     """Scratch: each particle's bound on ∂F/∂v, (n,) [kg/s]."""
     air: np.ndarray
-    """Scratch: the particles' x, y, z and the air velocity there, (6, n) [m, m/s]."""
+    """Scratch (8, n): the particles' x, y, z [m], the air velocity there [m/s], their wind coverage [-] and
+    one zone weight [-] (see the module docstring)."""
 
 
 class WindScratch:
@@ -112,7 +126,7 @@ class WindScratch:
         if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x:
             n = cloth.particle_count
             arrays = hold(AeroArrays(cloth.triangles, cloth.x, cloth.v, cloth.mass, cloth.force,
-                                     np.zeros((n, 3)), np.zeros(n), np.zeros((6, n))))
+                                     np.zeros((n, 3)), np.zeros(n), np.zeros((AIR_ROWS, n))))
             entry = self.by_entity[entity] = (cloth, cloth.revision, cloth.x, arrays)
         return entry[3]
 
@@ -133,28 +147,29 @@ def apply_wind(app: App, dt: float) -> None:
         return
     scratch = app.init_resource(WindScratch)
     t = app.clock.time
-    base, amp, modes, cones = scratch.packed = _pack(winds, blowers, t, scratch.packed)
+    base, amp, modes, cones, zones = scratch.packed = _pack(winds, blowers, t, scratch.packed)
     first = winds[0] if winds else _COEFFICIENTS
     clothes = [(entity, cloth) for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
     coefficients = (first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt)
     if batchable([c for _, c in clothes], heavy=True):               # many cloths: one call, a cloth per thread
         key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
         (batch,) = scratch.batch.update(key, lambda: [(scratch.get(e, c),) for e, c in clothes])
-        _aero_forces_batch(batch, base, amp, modes, cones, t, *coefficients)
+        _aero_forces_batch(batch, base, amp, modes, cones, zones, t, *coefficients)
         return
     for entity, cloth in clothes:
-        _aero_forces(scratch.get(entity, cloth), base, amp, modes, cones, t, *coefficients)
+        _aero_forces(scratch.get(entity, cloth), base, amp, modes, cones, zones, t, *coefficients)
 
 
 def air_velocity(winds: Iterable[Wind], blowers: Iterable[Blower], points: np.ndarray, time: float) -> np.ndarray:
     """Air velocity [m/s], shape (k, 3), at world ``points`` (k, 3) [m] and simulated ``time`` [s].
 
     The field the wind system uses (inactive Winds and Blowers are skipped): use it to move leaves,
-    smoke or a HUD arrow with the same gusts the cloth feels."""
+    smoke or a HUD arrow with the same gusts the cloth feels. Zoned Winds count with their weight there."""
     p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
-    base, amp, modes, cones = _pack([w for w in winds if w.active], [b for b in blowers if b.active], float(time))
+    base, amp, modes, cones, zones = _pack([w for w in winds if w.active], [b for b in blowers if b.active],
+                                           float(time))
     out = np.zeros_like(p)
-    _air_at_points(p, base, amp, modes, cones, float(time), out)
+    _air_at_points(p, base, amp, modes, cones, zones, float(time), out)
     return out
 
 
@@ -193,16 +208,18 @@ def _noise_tables(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return gusts, waves
 
 
-def _pack(winds: list[Wind], blowers: list[Blower], time: float,
-          out: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _pack(winds: list[Wind], blowers: list[Blower], time: float, out: tuple[np.ndarray, ...] | None = None
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Kernel inputs: base velocities (w, 3) [m/s] with this instant's gust factor, turbulence
     amplitudes (w,) [m/s], turbulence waves (w, K, 9) with ω divided by the period [rad/s] and the
-    amplitudes normalised to sum 1, and blower cones (b, 9): origin (3), direction (3), speed, radius,
-    tan(spread). Written into ``out`` (the four arrays of a previous call) when their sizes fit."""
+    amplitudes normalised to sum 1, blower cones (b, 9): origin (3), direction (3), speed, radius,
+    tan(spread), and wind zones (w, ZONE_COLUMNS) (``_pack_zone``). Written into ``out`` (the five arrays of
+    a previous call) when their sizes fit."""
     w, b = len(winds), len(blowers)
-    if out is None or out[0].shape[0] != w or out[3].shape[0] != b:
-        out = (np.zeros((w, 3)), np.zeros(w), np.zeros((w, TURBULENCE_MODES, 9)), np.zeros((b, 9)))
-    base, amp, modes, cones = out
+    if out is None or len(out) != 5 or out[0].shape[0] != w or out[3].shape[0] != b:
+        out = (np.zeros((w, 3)), np.zeros(w), np.zeros((w, TURBULENCE_MODES, 9)), np.zeros((b, 9)),
+               np.zeros((w, ZONE_COLUMNS)))
+    base, amp, modes, cones, zones = out
     for k, wind in enumerate(winds):
         _, waves = _noise_tables(wind.seed)
         gust = gust_factor(wind, time)
@@ -212,13 +229,30 @@ def _pack(winds: list[Wind], blowers: list[Blower], time: float,
         modes[k] = waves
         modes[k, :, 3] /= wind.gust_period
         modes[k, :, 8] /= waves[:, 8].sum()
+        _pack_zone(wind.region, zones[k])
     for k, blower in enumerate(blowers):
         cones[k, 0:3] = blower.origin
         cones[k, 3:6] = blower.direction
         cones[k, 6] = blower.speed
         cones[k, 7] = blower.radius
         cones[k, 8] = math.tan(blower.spread)
-    return base, amp, modes, cones
+    return base, amp, modes, cones, zones
+
+
+def _pack_zone(region: WindBox | WindSphere | None, row: np.ndarray) -> None:
+    """Write one Wind's region into ``row`` (ZONE_COLUMNS,): kind 0 (everywhere), 1 (box) or 2 (sphere),
+    centre [m], half-size [m] (a sphere: radius, 0, 0), edge [m], box-to-world rotation row-major."""
+    row[:] = 0.0
+    if region is None:
+        return
+    row[1:4] = region.center
+    row[7] = region.edge
+    if isinstance(region, WindSphere):
+        row[0], row[4] = 2.0, region.radius
+        return
+    row[0] = 1.0
+    row[4:7] = region.half_size
+    row[8:17] = region.rotation.reshape(9)
 
 
 # --- kernels: private, arrays in, arrays out -----------------------------------------------------
@@ -277,28 +311,56 @@ def _air_at(px, py, pz, t, base, amp, modes, cones):
 
 
 @numba.njit(cache=True)
-def _air_at_points(points, base, amp, modes, cones, t, out):
+def _zone_weight(zones, w, px, py, pz):
+    """Weight [-] in [0, 1] of wind w's zone at point p [m]: 1 for no zone or deeper than its edge inside,
+    smoothstep(depth/edge) across the edge, 0 on and outside the boundary (depth: distance to the surface)."""
+    kind = zones[w, 0]
+    if kind == 0.0:
+        return 1.0
+    dx = px - zones[w, 1]
+    dy = py - zones[w, 2]
+    dz = pz - zones[w, 3]
+    if kind == 2.0:
+        depth = zones[w, 4] - math.sqrt(dx * dx + dy * dy + dz * dz)
+    else:                                                     # box: world offset into box axes, Rᵀ·d
+        lx = zones[w, 8] * dx + zones[w, 11] * dy + zones[w, 14] * dz
+        ly = zones[w, 9] * dx + zones[w, 12] * dy + zones[w, 15] * dz
+        lz = zones[w, 10] * dx + zones[w, 13] * dy + zones[w, 16] * dz
+        depth = min(zones[w, 4] - abs(lx), zones[w, 5] - abs(ly), zones[w, 6] - abs(lz))
+    if depth <= 0.0:
+        return 0.0
+    edge = zones[w, 7]
+    if depth >= edge:
+        return 1.0
+    s = depth / edge
+    return s * s * (3.0 - 2.0 * s)
+
+
+@numba.njit(cache=True)
+def _air_at_points(points, base, amp, modes, cones, zones, t, out):
     """out[k] = air velocity at points[k] (k, 3) [m] and time t [s] → [m/s]; the same field as
     ``_air_at``, with the points in the inner loops over contiguous coordinate rows, which LLVM
     vectorises (with ``_wave``, no libm call): 2 ns per wave and point against 13 for a per-point
     ``math.sin``."""
-    rows = np.empty((6, points.shape[0]))
-    _air_rows(points, base, amp, modes, cones, t, rows)
+    rows = np.empty((8, points.shape[0]))
+    _air_rows(points, base, amp, modes, cones, zones, t, rows)
     out[:, 0] = rows[3]
     out[:, 1] = rows[4]
     out[:, 2] = rows[5]
 
 
 @numba.njit(cache=True)
-def _air_rows(points, base, amp, modes, cones, t, rows):
-    """rows (6, n): the points' x, y, z, then the air velocity's x, y, z there [m, m/s]."""
+def _air_rows(points, base, amp, modes, cones, zones, t, rows):
+    """rows (8, n): the points' x, y, z, the air velocity's x, y, z there [m, m/s], their coverage [-]
+    (1 if a global Wind or a Blower is active, else min(1, Σ zone weights)), and scratch."""
     n = points.shape[0]
     for k in range(n):
         rows[0, k] = points[k, 0]
         rows[1, k] = points[k, 1]
         rows[2, k] = points[k, 2]
-    _waves(rows[0], rows[1], rows[2], base, amp, modes, t, rows[3], rows[4], rows[5])
+    _waves(rows, base, amp, modes, zones, t)
     if cones.shape[0] > 0:
+        rows[6, :] = 1.0                                      # a Blower: still air everywhere else
         for k in range(n):
             bx, by, bz = _air_at(points[k, 0], points[k, 1], points[k, 2], t, base[:0], amp[:0], modes[:0], cones)
             rows[3, k] += bx
@@ -307,13 +369,26 @@ def _air_rows(points, base, amp, modes, cones, t, rows):
 
 
 @numba.njit(cache=True)
-def _waves(px, py, pz, base, amp, modes, t, ux, uy, uz):
-    """ux, uy, uz (n,) = the winds' velocity with gusts and turbulence at points (px, py, pz) (n,) [m]."""
+def _waves(rows, base, amp, modes, zones, t):
+    """rows[3:6] (n,) = the winds' velocity with gusts and turbulence, zones weighted, at points rows[0:3] [m];
+    rows[6] = coverage (``_air_rows``); rows[7] scratch for one zone's weights."""
+    px, py, pz, ux, uy, uz, cover = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6]
     n = px.shape[0]
     ux[:] = 0.0
     uy[:] = 0.0
     uz[:] = 0.0
+    everywhere = False
     for w in range(base.shape[0]):
+        if zones[w, 0] == 0.0:
+            everywhere = True
+    if everywhere:
+        cover[:] = 1.0
+    else:
+        cover[:] = 0.0
+    for w in range(base.shape[0]):
+        if zones[w, 0] != 0.0:
+            _zoned_wave(rows, base, amp, modes, zones, t, w, everywhere)
+            continue
         bx, by, bz = base[w, 0], base[w, 1], base[w, 2]
         for k in range(n):
             ux[k] += bx
@@ -333,23 +408,53 @@ def _waves(px, py, pz, base, amp, modes, t, ux, uy, uz):
                 uz[k] += s * ez
 
 
+@numba.njit(cache=True)
+def _zoned_wave(rows, base, amp, modes, zones, t, w, everywhere):
+    """Add zoned wind w to the air rows[3:6], weighted per point by ``_zone_weight`` (kept in rows[7]);
+    unless ``everywhere`` (coverage already 1), add the weights to the coverage rows[6], capped at 1."""
+    px, py, pz, ux, uy, uz, cover, weight = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7]
+    n = px.shape[0]
+    bx, by, bz = base[w, 0], base[w, 1], base[w, 2]
+    for k in range(n):
+        g = _zone_weight(zones, w, px[k], py[k], pz[k])
+        weight[k] = g
+        ux[k] += bx * g
+        uy[k] += by * g
+        uz[k] += bz * g
+        if not everywhere:
+            cover[k] = min(1.0, cover[k] + g)
+    if amp[w] == 0.0:
+        return
+    for m in range(modes.shape[1]):
+        kx, ky, kz = modes[w, m, 0], modes[w, m, 1], modes[w, m, 2]
+        a = amp[w] * modes[w, m, 8]
+        ex, ey, ez = a * modes[w, m, 5], a * modes[w, m, 6], a * modes[w, m, 7]
+        shift = modes[w, m, 4] - modes[w, m, 3] * t
+        for k in range(n):
+            s = _wave(kx * px[k] + ky * py[k] + kz * pz[k] + shift) * weight[k]
+            ux[k] += s * ex
+            uy[k] += s * ey
+            uz[k] += s * ez
+
+
 @numba.njit(cache=True, parallel=True)
-def _aero_forces_batch(clothes, base, amp, modes, cones, t, rho, cd, cl, cvi, dt):
+def _aero_forces_batch(clothes, base, amp, modes, cones, zones, t, rho, cd, cl, cvi, dt):
     """``_aero_forces`` for every cloth of a batch (``clothes``, a typed list of held ``AeroArrays``), a
     cloth per thread."""
     for k in prange(len(clothes)):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
-        _aero_forces(clothes[c], base, amp, modes, cones, t, rho, cd, cl, cvi, dt)
+        _aero_forces(clothes[c], base, amp, modes, cones, zones, t, rho, cd, cl, cvi, dt)
 
 
 @numba.njit(cache=True)
-def _aero_forces(held, base, amp, modes, cones, t, rho, cd, cl, cvi, dt):
+def _aero_forces(held, base, amp, modes, cones, zones, t, rho, cd, cl, cvi, dt):
     """Add each triangle's drag, lift and viscous force (module docstring) to ``force``, a third per corner.
 
-    held: the cloth's held ``AeroArrays``; base, amp, modes, cones: the air (see ``_air_at``) at time t [s];
+    held: the cloth's held ``AeroArrays``; base, amp, modes, cones, zones: the air (``_air_rows``) at time t [s];
     rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s].
     Adds to force (n, 3) [N], each particle's share scaled by min(1, m/(rate·dt)) (stability cap).
-    Skips triangles of zero area. Serial: triangles share corners.
+    Skips triangles of zero area or zero wind coverage; scales the others' force and rate by their corners'
+    mean coverage (1 without zones: unchanged). Serial: triangles share corners.
     The air is evaluated at the particles and averaged over each triangle's corners: a grid has
     twice as many triangles as particles, and the sines of the turbulence were 60 % of the flag
     game's wind cost; over a triangle (5 cm) the shortest wave (0.5 m) is linear to 0.3 % of the wind."""
@@ -365,11 +470,14 @@ def _aero_forces(held, base, amp, modes, cones, t, rho, cd, cl, cvi, dt):
     acc[:, :] = 0.0
     rate[:] = 0.0
     third = 1.0 / 3.0
-    _air_rows(x, base, amp, modes, cones, t, air)
+    _air_rows(x, base, amp, modes, cones, zones, t, air)
     for f in range(triangles.shape[0]):
         i0 = triangles[f, 0]
         i1 = triangles[f, 1]
         i2 = triangles[f, 2]
+        cover = (air[6, i0] + air[6, i1] + air[6, i2]) / 3.0
+        if cover == 0.0:
+            continue
         ax = x[i1, 0] - x[i0, 0]
         ay = x[i1, 1] - x[i0, 1]
         az = x[i1, 2] - x[i0, 2]
@@ -404,7 +512,11 @@ def _aero_forces(held, base, amp, modes, cones, t, rho, cd, cl, cvi, dt):
             fx += lift * (speed * nx - across * rx)
             fy += lift * (speed * ny - across * ry)
             fz += lift * (speed * nz - across * rz)
-        k = area * third * (rho * (cd + cl) * speed + cvi)
+        if cover != 1.0:                                      # a zone's soft edge
+            fx *= cover
+            fy *= cover
+            fz *= cover
+        k = area * third * (rho * (cd + cl) * speed + cvi) * cover
         for i in (i0, i1, i2):
             acc[i, 0] += fx * third
             acc[i, 1] += fy * third

@@ -259,7 +259,8 @@ class GLRenderer:
     default_camera: Camera = field(default_factory=Camera)
     """The camera used when the scene has no Camera entity."""
     default_style: ClothStyle = field(default_factory=ClothStyle)
-    """The style of cloths with no ClothStyle component."""
+    """The style of cloths with no ClothStyle component (each cloth is drawn with its entity's ClothStyle,
+    else this; the GL renderer draws only whole Apps, so there is no per-call style to pass)."""
     seconds: dict[str, float] = field(default_factory=lambda: {"normals": 0.0, "upload": 0.0})
     """Time spent so far [s] on the cloths' surfaces (subdivision and smooth normals, numba) and on their
     uploads (packing the vertex rows and writing the buffers), for benchmarks/scenes.py's breakdown."""
@@ -348,6 +349,7 @@ class GLRenderer:
 
     # --- cloths --------------------------------------------------------------------------------------------------
     def _draw_cloths(self, app: App, settings: RenderSettings, matrix: bytes) -> None:
+        """Draw every Cloth entity with its own ClothStyle, else ``default_style``; free buffers of gone ones."""
         seen = set()
         cloth_prog, points_prog = self._programs["cloth"], self._programs["points"]
         cloth_prog["u_view_proj"].write(matrix)

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import esper
 import numpy as np
 import pygame
 
@@ -92,8 +93,10 @@ class SoftRenderer:
              *, style: ClothStyle | None = None, settings: RenderSettings | None = None) -> pygame.Rect:
         """Draw every cloth of an App (or the Cloth or cloths given) onto ``surface`` as seen by ``camera``.
 
-        style: a ClothStyle for every cloth (default: each entity's own, else ``ClothStyle()``); settings:
-        default the App's RenderSettings resource, else ``RenderSettings()``. Returns the rectangle of pixels
+        Each cloth's style, in order: ``style`` if passed (it wins for every cloth); else the ClothStyle
+        component on the cloth's entity — for an App its own entities, for a bare Cloth or cloths the entity
+        holding that Cloth object in whichever App (esper world) has it (``entity_styles``); else
+        ``ClothStyle()``. settings: default the App's RenderSettings resource, else ``RenderSettings()``. Returns the rectangle of pixels
         changed (empty when nothing is visible), for ``pygame.display.update(rect)``. Raises ValueError if
         the surface size is not the renderer's, TypeError for a wrong kind of argument."""
         if not isinstance(surface, pygame.Surface):
@@ -129,20 +132,25 @@ class SoftRenderer:
 
     # --- per frame ---------------------------------------------------------------------------------
     def _gather(self, source: Any, style: ClothStyle | None) -> list[tuple[Cloth, ClothStyle]]:
-        """[(cloth, style)] to draw: the given style, else the entity's ClothStyle, else the defaults."""
-        default = style or self._default_style
-        if isinstance(source, Cloth):
-            return [(source, default)]
+        """[(cloth, style)] to draw, each style by the rule: the ``style`` passed, else the ClothStyle on the
+        cloth's entity (found in the App given, or for bare Cloths in the esper world that holds them), else
+        ``ClothStyle()``."""
+        default = self._default_style
         if isinstance(source, App):
             return [(cloth, style or source.try_get(entity, ClothStyle) or default)
                     for entity, cloth in source.query(Cloth)]
-        if isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
+        if isinstance(source, Cloth):
+            clothes = [source]
+        elif isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
             clothes = list(source)
             for i, cloth in enumerate(clothes):
                 if not isinstance(cloth, Cloth):
                     raise TypeError(f"SoftRenderer.draw clothes[{i}] = {cloth!r}: expected a Cloth")
-            return [(cloth, default) for cloth in clothes]
-        raise TypeError(f"SoftRenderer.draw app_or_clothes = {source!r}: expected an App, a Cloth or Cloths")
+        else:
+            raise TypeError(f"SoftRenderer.draw app_or_clothes = {source!r}: expected an App, a Cloth or Cloths")
+        if style is not None:
+            return [(cloth, style) for cloth in clothes]
+        return [(cloth, found or default) for cloth, found in zip(clothes, entity_styles(clothes))]
 
     def _draw_surface(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray) -> tuple:
         """Refresh the cloth's ClothSurface (kept while its topology and subdivision last), project and
@@ -198,6 +206,37 @@ class SoftRenderer:
             del pixels
         if target is not surface:
             surface.blit(target, rect, area=rect)
+
+
+# --- style lookup --------------------------------------------------------------------------------------
+def entity_styles(clothes: list[Cloth]) -> list[ClothStyle | None]:
+    """The ClothStyle on each cloth's entity (None where it has none or is in no world), found by identity.
+
+    A bare Cloth does not know its App, so each esper world is searched for the entity holding that very
+    Cloth object: the current world first (the App used last, the usual case: one cached query, no
+    switch), then the others, switching back to the current world before returning. One query per world
+    searched per call, nothing per particle."""
+    found: list[ClothStyle | None] = [None] * len(clothes)
+    wanted: dict[int, list[int]] = {}                 # id(cloth) → its places in ``clothes`` (held: ids stay valid)
+    for i, cloth in enumerate(clothes):
+        wanted.setdefault(id(cloth), []).append(i)
+    current = esper.current_world
+    try:
+        for world in [current, *(w for w in esper.list_worlds() if w != current)]:
+            if not wanted:
+                break
+            if world != esper.current_world:
+                esper.switch_world(world)
+            for entity, cloth in esper.get_component(Cloth):
+                places = wanted.pop(id(cloth), None)
+                if places is not None:
+                    style = esper.try_component(entity, ClothStyle)
+                    for i in places:
+                        found[i] = style
+    finally:
+        if esper.current_world != current:
+            esper.switch_world(current)
+    return found
 
 
 # --- plugin --------------------------------------------------------------------------------------------

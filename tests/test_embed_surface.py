@@ -1,0 +1,82 @@
+"""games/embed_surface.py from its command line, as a player or a script starts it: the shared game flags
+(--headless, --frames N headless and in a window, --report json|text, --screenshot PATH) are honoured, and the
+screenshot is the game's own pygame Surface with the cape drawn on it.
+
+Each test starts the game in a subprocess (its exit code and stdout are what a user sees)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pygame
+
+from loom.engine.runner import HEADLESS_FRAMES
+from loom.games import embed_surface
+
+ROOT = Path(__file__).resolve().parent.parent
+SKY, GROUND, HERO = (150, 190, 230), (80, 120, 60), (40, 40, 60)
+"""The game's own fill colours (games/embed_surface.py main): everything else on the screen is cloth."""
+
+
+def run_game(*args: str, driver: str = "dummy", timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run ``python -m loom.games.embed_surface *args`` with SDL video ``driver``; return the finished process."""
+    env = dict(os.environ, SDL_AUDIODRIVER="dummy", SDL_VIDEODRIVER=driver)
+    return subprocess.run([sys.executable, "-m", "loom.games.embed_surface", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def json_report(run: subprocess.CompletedProcess) -> dict:
+    """The report of a run that succeeded: its last stdout line, parsed as JSON."""
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stderr[-2000:]}"
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def cloth_pixels(path: Path) -> int:
+    """Pixels of the PNG at path that are none of the game's own colours, and reddish like the cape's style."""
+    image = pygame.surfarray.array3d(pygame.image.load(str(path))).astype(int)      # (w, h, 3)
+    own = np.zeros(image.shape[:2], bool)
+    for colour in (SKY, GROUND, HERO):
+        own |= (np.abs(image - colour).max(axis=2) <= 2)
+    red = (image[..., 0] > image[..., 1] + 20) & (image[..., 0] > image[..., 2] + 20)
+    return int((~own & red).sum())
+
+
+def test_headless_without_frames_runs_the_default_frames_instead_of_crashing():
+    report = json_report(run_game("--headless"))                       # crashed: int < None
+    assert report["frames"] == HEADLESS_FRAMES and report["nan"] is False, report
+
+
+def test_headless_screenshot_saves_the_games_surface_with_the_cape_on_it(tmp_path):
+    out = tmp_path / "embed.png"
+    report = json_report(run_game("--headless", "--frames", "30", "--report", "json", "--screenshot", str(out)))
+    assert report["frames"] == 30 and report["nan"] is False, report
+    assert out.is_file(), "--screenshot wrote no file"
+    assert pygame.image.load(str(out)).get_size() == embed_surface.SIZE
+    assert cloth_pixels(out) > 100, f"only {cloth_pixels(out)} cape-coloured pixels in the screenshot"
+
+
+def test_screenshot_to_an_unwritable_path_exits_1_with_one_line(tmp_path):
+    out = tmp_path / "missing-dir" / "embed.png"
+    run = run_game("--headless", "--frames", "2", "--screenshot", str(out))
+    assert run.returncode == 1, f"exit {run.returncode}: {run.stdout[-500:]}"
+    assert str(out) in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_report_text_prints_aligned_lines_not_json():
+    run = run_game("--headless", "--frames", "5", "--report", "text")
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = dict(line.split(None, 1) for line in run.stdout.strip().splitlines())
+    assert lines["frames"].strip() == "5" and lines["nan"].strip() == "False", run.stdout
+    assert "cloth_px" in lines and not run.stdout.lstrip().startswith("{")
+
+
+def test_frames_in_a_window_stop_the_game_and_the_screenshot_is_saved(tmp_path):
+    out = tmp_path / "window.png"                                       # SDL's offscreen driver: a real window
+    run = run_game("--frames", "20", "--report", "json", "--screenshot", str(out), driver="offscreen", timeout=90)
+    report = json_report(run)                                           # ran forever: --frames was ignored
+    assert 15 <= report["frames"] <= 40 and report["nan"] is False, report     # real clock: ~one step a frame
+    assert out.is_file() and pygame.image.load(str(out)).get_size() == embed_surface.SIZE
