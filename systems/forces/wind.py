@@ -386,43 +386,27 @@ def _waves(rows, base, amp, modes, zones, t):
     else:
         cover[:] = 0.0
     for w in range(base.shape[0]):
-        if zones[w, 0] != 0.0:
-            _zoned_wave(rows, base, amp, modes, zones, t, w, everywhere)
-            continue
-        bx, by, bz = base[w, 0], base[w, 1], base[w, 2]
-        for k in range(n):
-            ux[k] += bx
-            uy[k] += by
-            uz[k] += bz
-        if amp[w] == 0.0:
-            continue
-        for m in range(modes.shape[1]):
-            kx, ky, kz = modes[w, m, 0], modes[w, m, 1], modes[w, m, 2]
-            a = amp[w] * modes[w, m, 8]
-            ex, ey, ez = a * modes[w, m, 5], a * modes[w, m, 6], a * modes[w, m, 7]
-            shift = modes[w, m, 4] - modes[w, m, 3] * t
-            for k in range(n):
-                s = _wave(kx * px[k] + ky * py[k] + kz * pz[k] + shift)
-                ux[k] += s * ex
-                uy[k] += s * ey
-                uz[k] += s * ez
+        _add_wind(rows, base, amp, modes, zones, t, w, everywhere)
 
 
 @numba.njit(cache=True)
-def _zoned_wave(rows, base, amp, modes, zones, t, w, everywhere):
-    """Add zoned wind w to the air rows[3:6], weighted per point by ``_zone_weight`` (kept in rows[7]);
-    unless ``everywhere`` (coverage already 1), add the weights to the coverage rows[6], capped at 1."""
+def _add_wind(rows, base, amp, modes, zones, t, w, everywhere):
+    """Add wind w (its mean and turbulence) to the air rows[3:6], weighted per point by ``_zone_weight``
+    (kept in rows[7]; 1 for a wind without a region, and x·1 is exact, so a global wind adds bit-identically
+    what it did before zones); a zoned wind also adds its weights to the coverage rows[6], capped at 1,
+    unless ``everywhere`` (coverage already 1)."""
     px, py, pz, ux, uy, uz, cover, weight = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7]
     n = px.shape[0]
+    zoned = zones[w, 0] != 0.0
+    for k in range(n):
+        weight[k] = _zone_weight(zones, w, px[k], py[k], pz[k]) if zoned else 1.0
+        if zoned and not everywhere:
+            cover[k] = min(1.0, cover[k] + weight[k])
     bx, by, bz = base[w, 0], base[w, 1], base[w, 2]
     for k in range(n):
-        g = _zone_weight(zones, w, px[k], py[k], pz[k])
-        weight[k] = g
-        ux[k] += bx * g
-        uy[k] += by * g
-        uz[k] += bz * g
-        if not everywhere:
-            cover[k] = min(1.0, cover[k] + g)
+        ux[k] += bx * weight[k]
+        uy[k] += by * weight[k]
+        uz[k] += bz * weight[k]
     if amp[w] == 0.0:
         return
     for m in range(modes.shape[1]):
