@@ -33,8 +33,8 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--frames", type=_frames, default=None,
                    help="fixed frames to simulate (headless default 300; in a window: run until closed)")
     p.add_argument("--report", choices=("json", "text"), default="text", help="report format (default text)")
-    p.add_argument("--screenshot", metavar="PATH", help="save the last frame as a PNG (headless: one offscreen "
-                   "EGL frame after stepping; needs a GL renderer plugin)")
+    p.add_argument("--screenshot", metavar="PATH", help="save the last frame as a PNG (headless: drawn once after "
+                   "stepping by the game's renderer plugin: GLRenderPlugin offscreen via EGL, or SoftRenderPlugin)")
     return p
 
 
@@ -74,8 +74,8 @@ def _run(app: Any, args: argparse.Namespace) -> dict[str, Any]:
             from loom.engine.window import FrameCapture
             capture = app.resources.get(FrameCapture)
             if capture is None:
-                raise SystemExit("loom: --screenshot needs a GL renderer: add loom.systems.render.GLRenderPlugin() "
-                                 "to the game")
+                raise SystemExit("loom: --screenshot needs a renderer plugin that can save a frame: add "
+                                 "loom.GLRenderPlugin() or loom.SoftRenderPlugin(surface) to the game")
         app.step(HEADLESS_FRAMES if args.frames is None else args.frames)
         report = app.report()
         if screenshot:

@@ -244,3 +244,23 @@ def test_runnable_snippets_of_the_embedding_guide_run_headless():
         run = subprocess.run([sys.executable, "-c", snippet], cwd=root, env=env, capture_output=True, text=True,
                              timeout=120)
         assert run.returncode == 0, f"snippet failed:\n{snippet}\n{run.stderr[-2000:]}"
+
+
+def test_a_headless_run_with_the_soft_renderer_saves_its_screenshot(tmp_path, capsys):
+    """``--screenshot`` works for a game that draws with SoftRenderPlugin, not only with the GL renderer:
+    the PNG is the plugin's surface with the cloth drawn on it (before, the runner refused: "needs a GL renderer")."""
+    from loom import App, Cloth, DefaultPlugins, Pin, SoftRenderPlugin, mesh
+    from loom.components import Camera
+    surface = pygame.Surface((160, 120))
+    surface.fill((0, 0, 0))
+    app = App(dt=1 / 60, substeps=4).add_plugin(DefaultPlugins)
+    app.add_plugin(SoftRenderPlugin(surface, Camera(target=(0.0, 0.5, 0.0), distance=3.0, pitch=0.0)))
+    sheet = mesh.grid(8, 8, 1.0, 1.0, center=(0.0, 0.5, 0.0))
+    app.spawn(Cloth.from_mesh(sheet, "cotton"), Pin.edge(sheet, "top"))
+    out = tmp_path / "shot.png"
+    app.run(["--headless", "--frames", "3", "--report", "json", "--screenshot", str(out)])
+    assert app.clock.step_index == 3
+    image = pygame.image.load(str(out))
+    assert image.get_size() == (160, 120)
+    lit = np.count_nonzero(pygame.surfarray.array3d(image).sum(axis=2))
+    assert lit > 1000, f"only {lit} non-black pixels: the cloth was not drawn into the screenshot"

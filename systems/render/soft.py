@@ -39,6 +39,7 @@ import pygame
 from loom.components import Camera, Cloth
 from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
+from loom.engine.window import FrameCapture, save_png
 from loom.systems.render import soft_kernels as _k
 from loom.systems.render.surface import ClothSurface
 from loom.systems.shared.held import hold
@@ -262,6 +263,14 @@ class SoftRenderPlugin:
     def build(self, app: App) -> None:
         app.insert_resource(RenderSettings(), replace=False)
         app.add_system(self.draw_cloth, Stage.RENDER, name="draw_cloth_soft")
+        app.insert_resource(FrameCapture(save=self.save_frame), replace=False)   # --screenshot, headless
+
+    def save_frame(self, app: App, path: str) -> None:
+        """Draw the current state onto the plugin's surface and write it to ``path`` as a PNG (OSError naming
+        the path if it cannot be written): what ``--screenshot`` saves when the game renders with this plugin."""
+        self.draw_cloth(app, 0.0)
+        rgb = pygame.surfarray.pixels3d(self.surface).transpose(1, 0, 2)
+        save_png(path, np.ascontiguousarray(rgb))
 
     def draw_cloth(self, app: App, dt: float) -> None:
         """Draw the App's cloths onto the plugin's surface (dt, the real frame time, is unused)."""
