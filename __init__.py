@@ -23,6 +23,8 @@ colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylin
 air and input          ``Wind`` (zones: ``WindBox``, ``WindSphere``), ``Blower``, ``Grab``, ``Camera``,
                        ``InputState``
 looks                  ``ClothStyle``, ``RenderSettings`` (``loom.components``)
+2D games               ``PixelSpace`` (the game's pixels: side-view camera, bodies in pixels); ``cape``,
+                       ``flag`` and their handles ``Cape``, ``Flag`` (``loom.prefabs``: one call each)
 the pipeline           ``DefaultPlugins``, ``ClothSet`` (``loom.systems``: one subpackage per concern)
 drawing                ``GLRenderPlugin``, ``SoftRenderer``, ``SoftRenderPlugin``, ``WindowPlugin``
                        (``loom.systems.render``)
@@ -30,8 +32,8 @@ files                  ``load_obj``, ``save_obj``, ``save_snapshot``, ``load_sna
 =====================  ===========================================================================
 
 Subpackages: ``loom.engine`` (App, schedule, clock, plugins, meshes, window, runner), ``loom.components``
-(plain data, validated), ``loom.systems`` (behaviour and numba kernels), ``loom.files`` (OBJ/PLY, bake,
-thickness, snapshots, replays), ``loom.games`` (``python -m loom.games``), ``loom.benchmarks``
+(plain data, validated), ``loom.systems`` (behaviour and numba kernels), ``loom.prefabs`` (cape, flag),
+``loom.files`` (OBJ/PLY, bake, thickness, snapshots, replays), ``loom.games`` (``python -m loom.games``), ``loom.benchmarks``
 (``python -m loom.benchmarks``). docs/architecture.md draws the layers, what each may import and one
 frame; docs/api.md is the reference, generated from the code.
 
@@ -61,6 +63,9 @@ _PUBLIC: dict[str, str] = {
     "Blower": "loom.components", "Grab": "loom.components",
     "Camera": "loom.components", "InputState": "loom.components", "ClothStyle": "loom.components",
     "RenderSettings": "loom.components",
+    # a 2D game's pixels, and everyday cloth in one call
+    "PixelSpace": "loom.components", "cape": "loom.prefabs", "flag": "loom.prefabs", "Cape": "loom.prefabs",
+    "Flag": "loom.prefabs",
     # the pipeline
     "DefaultPlugins": "loom.systems", "ClothSet": "loom.systems",
     # drawing

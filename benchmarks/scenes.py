@@ -11,21 +11,30 @@ cores, on threads that keep running after the draw call returns, and slowed the 
 frame (cape 0.96 → 1.07 ms); a laptop's GPU does not. ``--no-render`` skips it.
 One JSON line per scene; ``--profile`` also prints a per-system table to stderr.
 
-Run: python -m loom.benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads 1|2] [--profile]
-     [--no-render]
+Threads: by default each scene runs on the App's default thread count, what a player gets
+(``loom.engine.threads``); ``--threads N`` sets it. ``--load N`` keeps N other processes spinning for the
+whole run (default with no N: one per core but one — the other cores kept busy, as on a player's
+machine running something else); each record names the threads, threading layer, OpenMP wait
+policy and the load it ran under.
+
+Run: python -m loom.benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads N]
+     [--load [N]] [--profile] [--no-render]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from loom.components import Cloth, Pin, Wind
-from loom.engine import App, Stage, mesh
+from loom.engine import App, Stage, mesh, threads as thread_policy
 from loom.benchmarks.stretch import StretchMeter
 from loom.systems import DefaultPlugins
 
@@ -87,7 +96,40 @@ BREAKDOWN = ("integration", "constraints", "environment", "self_collision", "pin
 """Groups of ``ms_per_frame`` (with ``normals`` and ``upload`` from the drawn frames)."""
 
 
-def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = True) -> dict:
+SPINNER = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(100000):\n"
+           "        pass\n")
+"""A busy background process: spins until its parent (the benchmark) is gone, even if that was killed."""
+
+
+@contextlib.contextmanager
+def background_load(processes: int) -> Iterator[list[subprocess.Popen]]:
+    """Keep ``processes`` other Python processes spinning (100 % of a core each) while the block runs;
+    yields them, and kills and reaps them when the block ends (or raises)."""
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
+        raise ValueError(f"load = {processes!r}: must be a whole number of processes >= 0")
+    spinners = [subprocess.Popen([sys.executable, "-c", SPINNER]) for _ in range(processes)]
+    try:
+        if spinners:
+            time.sleep(0.3)                              # let them start spinning before the timed frames
+        yield spinners
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def run(name: str, *, frames: int, threads: int | None = None, profile: bool = False, render: bool = True,
+        load: int = 0) -> dict:
+    """Time ``frames`` frames of scene ``name`` (see the module's docstring) and return its JSON record.
+
+    threads: the App's thread count (None: the App's default); load: processes kept spinning meanwhile."""
+    with background_load(load):
+        record = _run(name, frames=frames, threads=threads, profile=profile, render=render)
+    record["load"] = load
+    return record
+
+
+def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: bool) -> dict:
     substeps, build = _scene(name)
     app = App(dt=1 / 60, substeps=substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
@@ -138,7 +180,7 @@ def run(name: str, *, frames: int, threads: int, profile: bool, render: bool = T
     report = app.report()
     record = {
         "scene": name, "particles": report["particles"], "cloths": report["cloths"], "frames": frames,
-        "substeps": substeps, "threads": threads,
+        "substeps": substeps, **thread_policy.describe(),
         "sim_ms_median": round(1000 * float(np.median(times)), 3),
         "sim_ms_p99": round(1000 * float(np.percentile(times, 99)), 3),
         **stretch.record(),
@@ -154,13 +196,21 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m loom.benchmarks scenes", description=__doc__.splitlines()[0])
     p.add_argument("--scene", nargs="+", default=["cape", "flag", "drape", "flags100"], choices=SCENES)
     p.add_argument("--frames", type=int, default=600)
-    p.add_argument("--threads", type=int, choices=(1, 2), default=1)
+    p.add_argument("--threads", type=int, default=None,
+                   help="the App's thread count, 1 … cores (default: the App's default, what a player gets)")
+    p.add_argument("--load", type=int, nargs="?", default=0, const=max(1, (os.cpu_count() or 2) - 1), metavar="N",
+                   help="keep N other processes spinning during the run (no N: one per core but one)")
     p.add_argument("--profile", action="store_true", help="print a per-system table to stderr")
     p.add_argument("--no-render", action="store_true",
                    help="skip the drawn frames (and so the normals and upload of the breakdown)")
     args = p.parse_args(argv)
     if args.frames < 1:
         p.error(f"--frames {args.frames}: must be >= 1")
+    cores = thread_policy.cores()
+    if args.threads is not None and not 1 <= args.threads <= cores:
+        p.error(f"--threads {args.threads}: must be in 1 … {cores} (this machine's cores, NUMBA_NUM_THREADS)")
+    if args.load < 0:
+        p.error(f"--load {args.load}: must be >= 0 processes")
     for name in args.scene:
         print(json.dumps(run(name, frames=args.frames, threads=args.threads, profile=args.profile,
-                             render=not args.no_render)), flush=True)
+                             render=not args.no_render, load=args.load)), flush=True)

@@ -9,6 +9,7 @@ from loom.components.gravity import Gravity
 from loom.components.material import PRESETS, ClothMaterial
 from loom.components.models import INTEGRATORS, SETTINGS, ImplicitSettings, MassSpringSettings, VerletSettings
 from loom.components.pin import Pin
+from loom.components.pixels import PixelSpace
 from loom.components.render import ClothStyle, InputState, RenderSettings
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.components.tearing import Tearable
@@ -19,6 +20,6 @@ __all__ = [
     "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SETTINGS", "SHEAR", "STEP_MODELS", "STRETCH",
     "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
     "Cylinder", "FieldError", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
-    "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
+    "PixelSpace", "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
     "VerletSettings", "Wind", "WindBox", "WindSphere",
 ]

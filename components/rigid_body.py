@@ -7,10 +7,18 @@ the momentum the cloth's contacts give a shape is applied back to the body
 (``apply_impulse_at_world_point``), so a ball bounces on a cloth trampoline and a cape tugs
 lightly at its hero. Insert a ``Space2D`` resource to have Loom step the space at the fixed step.
 
-Units: ``scale`` pymunk units per metre (pixels per metre in a pixel-based game)::
+Units. With a ``PixelSpace`` resource in the App (pixel mode) and ``scale`` left at None, the body is read in
+the game's pixels: positions through ``PixelSpace.to_metres`` (y flipped when the game's y is down, so a body's
+angle turns the other way), lengths divided by pixels per metre, and the impulses cloth gives back converted
+to pixels with y flipped again. Without a PixelSpace, or with an explicit ``scale``, pymunk units are
+``scale`` per metre (1 when None) with y up, as in a pymunk space with gravity (0, −9.81)::
 
-    pymunk (units, y up)          Loom (metres, y up, z toward the viewer)
-    (x, y)            ──÷ scale──▶  (x / scale, y / scale, z)
+    pixel mode (PixelSpace, scale None)        pymunk px, y down  ──▶  ((px − ox)/ppm, (oy − py)/ppm, z) [m]
+    explicit scale (or no PixelSpace: 1.0)     pymunk units, y up ──▶  (x / scale, y / scale, z) [m]
+
+The bridge keeps a ``Transform`` on the RigidBody2D's own entity (added when it first sees the body if the
+entity has none) at the body's position and rotation in metres, so pins ride on it:
+``loom.Pin(index, attach_to=body_entity)`` or ``loom.cape(app, body_entity)``.
 """
 from __future__ import annotations
 
@@ -33,8 +41,8 @@ class RigidBody2D(Checked):
     """Extent of the extruded shapes along z [m]."""
     z: float = 0.0
     """Centre of the extrusion along z [m]."""
-    scale: float = 1.0
-    """pymunk length units per metre (> 0)."""
+    scale: float | None = None
+    """pymunk length units per metre (> 0); None: the App's PixelSpace (pixels, y down) if it has one, else 1.0."""
     two_way: bool = True
     """Apply cloth contact impulses back to the body (dynamic bodies only); False: cloth only reacts."""
     friction: float | None = None
@@ -46,14 +54,15 @@ class RigidBody2D(Checked):
     shape_entities: list[int] = field(init=False, default_factory=list, repr=False)
     """Collider entities made for those shapes, in the same order (filled by the bridge on first sight)."""
     pending_impulse: list[tuple[float, float, float, float]] = field(init=False, default_factory=list, repr=False)
-    """Impulses (jx, jy, px, py) in pymunk units still to apply to the body."""
+    """Impulses (jx, jy, px, py) in pymunk units (pixels, y down, in pixel mode) still to apply to the body."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.body, pymunk.Body):
             raise FieldError(f"RigidBody2D.body = {self.body!r}: expected a pymunk.Body")
         self.depth = real("RigidBody2D", "depth", self.depth, low=0.0, low_open=True, unit=" [m]")
         self.z = real("RigidBody2D", "z", self.z, unit=" [m]")
-        self.scale = real("RigidBody2D", "scale", self.scale, low=0.0, low_open=True, unit=" [units/m]")
+        if self.scale is not None:
+            self.scale = real("RigidBody2D", "scale", self.scale, low=0.0, low_open=True, unit=" [units/m]")
         if self.friction is not None:
             self.friction = real("RigidBody2D", "friction", self.friction, low=0.0, unit=" [-]")
         self.thickness = real("RigidBody2D", "thickness", self.thickness, low=0.0, unit=" [m]")
@@ -77,7 +86,7 @@ RigidBody2D._fields = {
     "body": Instance(pymunk.Body, "a pymunk.Body"),
     "depth": Real(0.0, low_open=True, unit=" [m]"),
     "z": Real(unit=" [m]"),
-    "scale": Real(0.0, low_open=True, unit=" [units/m]"),
+    "scale": Real(0.0, low_open=True, unit=" [units/m]", optional=True),
     "two_way": Flag(),
     "friction": Real(0.0, unit=" [-]", optional=True),
     "thickness": Real(0.0, unit=" [m]"),

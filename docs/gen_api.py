@@ -39,11 +39,12 @@ SECTIONS: list[tuple[str, list[str]]] = [
                                                              "loom.systems.coupling", "loom.systems.interaction"]),
     ("Systems: rendering and the window", ["loom.systems.render"]),
     ("Systems: shared kernels", ["loom.systems.shared"]),
+    ("Prefabs: a cape, a flag, in one call", ["loom.prefabs"]),
     ("Files: meshes, bakes, snapshots, replays", ["loom.files"]),
 ]
 """(section title, packages) in the order the reference lists them; each package brings its modules."""
 
-TOP_LEVEL = ("loom.engine", "loom.components", "loom.systems", "loom.files")
+TOP_LEVEL = ("loom.engine", "loom.components", "loom.systems", "loom.prefabs", "loom.files")
 """The root package's subpackages that the reference covers (games and benchmarks are programs, not API)."""
 
 

@@ -2,8 +2,14 @@
 
 engine/ imports neither systems/ nor games/ nor components/: the standard cloth pipeline is a
 plugin group in ``systems``, and components import ``loom.engine.mesh`` for their constructors.
+
+Importing it first applies the thread policy (``loom.engine.threads``: ``OMP_WAIT_POLICY=passive`` unless
+set), before anything can start numba's threads: every loom subpackage imports ``loom.engine`` first.
 """
-from loom.engine import mesh
+from loom.engine import threads
+threads.apply_policy()
+
+from loom.engine import mesh  # noqa: E402  (after the thread policy)
 from loom.engine.app import App
 from loom.engine.clock import FixedClock
 from loom.engine.mesh import Mesh

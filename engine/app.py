@@ -10,7 +10,9 @@ Typical use, headless::
 
 Inside a game loop of your own, call ``app.update(real_dt)`` once per frame instead: it takes as
 many fixed steps as the elapsed time owes (at most ``max_steps``), so the cloth moves at the same
-speed whatever the frame rate.
+speed whatever the frame rate. A game that steps its own physics (pymunk) by a fixed tick calls
+``app.step(dt=TICK)`` right after each ``space.step(TICK)`` instead, so Loom and the game's bodies
+advance in lockstep, one step per tick, at any frame rate.
 
 Structural changes during a step are deferred: ``spawn``, ``despawn``, ``add_component`` and
 ``remove_component`` called from a system or an event handler while a fixed step runs are checked at
@@ -29,10 +31,11 @@ from typing import Any, TypeVar
 
 import esper
 
-from loom.engine.clock import FixedClock
+from loom.engine.clock import FixedClock, _checked_dt
 from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
                                plugin_name)
 from loom.engine.schedule import Schedule, Stage, System
+from loom.engine.threads import set_threads
 
 T = TypeVar("T")
 log = logging.getLogger("loom")
@@ -45,7 +48,10 @@ class App:
     dt [s] is the fixed step (1/60 s suits a 60 Hz game); substeps splits each step into
     h = dt/substeps for the SUBSTEP stage (more substeps: stiffer, less stretchy cloth, more cost);
     max_steps caps the catch-up steps one ``update`` may take. threads, when given, sets numba's
-    thread count for parallel kernels (results do not depend on it). plugins: None (default) adds
+    thread count for parallel kernels, 1 … cores (results do not depend on it); None (default) keeps
+    numba's: every core, or ``NUMBA_NUM_THREADS``. Importing Loom sets ``OMP_WAIT_POLICY=passive``
+    unless you set it, so idle threads sleep instead of spinning and threads stay safe on a busy
+    machine (``loom.engine.threads``; docs/performance.md, "Threads"). plugins: None (default) adds
     nothing; "auto" adds every installed plugin of the ``loom.plugins`` entry-point group (after
     the App is set up: add the core plugins first if the installed ones order against them — or
     call ``add_plugins_from_entry_points()`` yourself after adding them); a list adds those.
@@ -94,12 +100,10 @@ class App:
                 self.add_plugin(plugin)
 
     def set_threads(self, threads: int) -> None:
-        """Set numba's thread count for parallel kernels (1 … cores); results do not depend on it."""
-        import numba
-        cores = numba.config.NUMBA_NUM_THREADS
-        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cores:
-            raise ValueError(f"App.threads = {threads!r}: must be an integer in 1 … {numba.config.NUMBA_NUM_THREADS}")
-        numba.set_num_threads(threads)
+        """Set numba's thread count for parallel kernels (1 … cores); results do not depend on it.
+
+        The count is numba's, for the whole process (every App), as with ``numba.set_num_threads``."""
+        set_threads(threads)
 
     # --- world ------------------------------------------------------------------------------
     def _use(self) -> None:
@@ -356,15 +360,25 @@ class App:
         return out
 
     # --- time --------------------------------------------------------------------------------
-    def step(self, frames: int = 1) -> None:
+    def step(self, frames: int = 1, *, dt: float | None = None) -> None:
         """Advance ``frames`` fixed steps of dt: PRE_STEP, SUBSTEP × substeps, POST_STEP each.
 
-        Raises RuntimeError when called from inside a step or frame (a system or event handler) or
-        after ``close()``."""
+        A game with its own fixed-step physics loop calls ``app.step(dt=TICK)`` once per tick, right
+        after ``space.step(TICK)``: Loom then takes exactly one step per physics step, seeing the bodies
+        where that tick left them (docs/embedding.md, "Fixed-step games"). ``dt`` [s], when given, is
+        the game's tick; if it differs from the App's fixed dt it becomes the App's dt from this step
+        on (``clock.dt``; ``app.update`` then banks time against it too). Pass the same tick every time:
+        ``clock.time`` is steps × the current dt. Raises ValueError for a bad ``frames`` or ``dt`` (not
+        a finite time in (0, 1] s), RuntimeError when called from inside a step or frame (a system or
+        event handler) or after ``close()``."""
         if isinstance(frames, bool) or not isinstance(frames, int) or frames < 0:
             raise ValueError(f"App.step frames = {frames!r}: must be an integer >= 0")
+        if dt is not None:
+            dt = _checked_dt(dt, "App.step dt")
         self._enter("step")
         try:
+            if dt is not None and dt != self.clock.dt:
+                self.clock.set_dt(dt, "App.step dt")
             self._steps(frames)
         finally:
             self._busy = None

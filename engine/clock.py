@@ -11,6 +11,13 @@ import math
 from dataclasses import dataclass
 
 
+def _checked_dt(dt: float, name: str) -> float:
+    """``dt`` [s] as a float if it is a finite time step in (0, 1]; else ValueError naming ``name`` and the value."""
+    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or not 0.0 < dt <= 1.0:
+        raise ValueError(f"{name} = {dt!r}: must be a finite time step in (0, 1] [s]")
+    return float(dt)
+
+
 @dataclass
 class FixedClock:
     """Accumulator of real time [s] paid out in fixed steps of ``dt`` [s], each split into ``substeps``."""
@@ -33,14 +40,16 @@ class FixedClock:
     """Total real time dropped by the catch-up cap [s]."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.dt, bool) or not isinstance(self.dt, (int, float)) or not math.isfinite(self.dt) \
-                or not 0.0 < self.dt <= 1.0:
-            raise ValueError(f"App.dt = {self.dt!r}: must be a finite time step in (0, 1] [s]")
-        self.dt = float(self.dt)
+        self.dt = _checked_dt(self.dt, "App.dt")
         for name, low in (("substeps", 1), ("max_steps", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"App.{name} = {value!r}: must be an integer >= {low}")
+
+    def set_dt(self, dt: float, name: str = "App.dt") -> None:
+        """Make ``dt`` [s] the fixed step from the next step on (a fixed-step game's tick); ``name`` is the
+        argument named by the ValueError a bad dt raises. ``time`` stays steps × the current dt."""
+        self.dt = _checked_dt(dt, name)
 
     @property
     def h(self) -> float:

@@ -1,4 +1,4 @@
-"""Command line of every Loom game: ``--headless --frames N --report json|text``.
+"""Command line of every Loom game: ``--headless --frames N --report json|text --threads N``.
 
 Headless, the App steps N fixed frames and prints its report — one JSON line with ``--report
 json`` — so tests, CI and baking use the same entry point as players. With no ``--headless``, a
@@ -33,6 +33,9 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--frames", type=_frames, default=None,
                    help="fixed frames to simulate (headless default 300; in a window: run until closed)")
     p.add_argument("--report", choices=("json", "text"), default="text", help="report format (default text)")
+    p.add_argument("--threads", type=_threads, default=None, metavar="N",
+                   help="threads for Loom's parallel kernels, 1 … cores (default: numba's, every core; "
+                   "results do not depend on it)")
     p.add_argument("--screenshot", metavar="PATH", help="save the last frame as a PNG (headless: drawn once after "
                    "stepping by the game's renderer plugin: GLRenderPlugin offscreen via EGL, or SoftRenderPlugin)")
     return p
@@ -48,10 +51,26 @@ def _frames(text: str) -> int:
     return value
 
 
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--threads = {text!r}: must be a whole number >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--threads = {value}: must be >= 1")
+    return value
+
+
 def run_app(app: Any, argv: Iterable[str] | None = None, *,
             arg_parser: argparse.ArgumentParser | None = None) -> dict[str, Any]:
     """Parse ``argv`` (default: sys.argv[1:]), run ``app`` headless or windowed, print and return the report."""
-    args = (arg_parser or parser()).parse_args(None if argv is None else list(argv))
+    p = arg_parser or parser()
+    args = p.parse_args(None if argv is None else list(argv))
+    if getattr(args, "threads", None) is not None:
+        try:
+            app.set_threads(args.threads)
+        except ValueError as exc:                          # more than the machine's cores
+            p.error(str(exc).replace("App.threads =", "--threads"))
     try:
         report = _run(app, args)
     except OSError as exc:                                 # a file the run writes (a screenshot): one line, exit 1

@@ -149,7 +149,7 @@ def loom_classes() -> tuple[type, ...]:
         c.Camera, c.Cloth, c.Box, c.Capsule, c.Collider, c.ColliderSet, c.Cylinder, c.Plane, c.Prism, c.Sphere,
         c.TriangleMesh, c.Grab, c.Gravity, Inertia, c.ClothMaterial, c.VerletSettings, c.MassSpringSettings,
         c.ImplicitSettings, ModelSpec, c.Pin, c.ClothStyle, c.RenderSettings, c.InputState, c.RigidBody2D,
-        c.Space2D, c.Tearable, c.Transform, c.Wind, c.WindBox, c.WindSphere, c.Blower,
+        c.Space2D, c.PixelSpace, c.Tearable, c.Transform, c.Wind, c.WindBox, c.WindSphere, c.Blower,
         Mesh, ReplayLog, Batch, ClothIndex, ClothScratch, BodyPoses, WindScratch, AeroArrays,
         environment.ContactScratch, self_collision.SelfCollisionBuffers, self_collision.Buffers,
         self_collision.Contacts, guard.Recovery, guard.StepSnapshot, pins.PinBatch, pins.PinTargetBatch,

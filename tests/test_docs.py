@@ -162,7 +162,7 @@ def test_architecture_is_linked_and_states_the_import_rules():
         assert "architecture.md" in page.read_text(encoding="utf-8"), f"{page.name} does not link architecture.md"
     rows = {line.split("|")[1].strip().split(" ")[0] for line in text.splitlines() if line.startswith("| `loom")}
     expected = {"`loom.engine`", "`loom.components`", "`loom.systems.sets`,", "`loom.systems.<concern>`",
-                "`loom.systems`", "`loom.files`", "`loom.games`", "`loom.benchmarks`", "`loom`"}
+                "`loom.systems`", "`loom.prefabs`", "`loom.files`", "`loom.games`", "`loom.benchmarks`", "`loom`"}
     assert rows == expected, f"docs/architecture.md's import-rule rows: {sorted(rows)}"
     for heading in ("## One frame", "## Add a system", "## Add a collider shape", "## Add a cloth model"):
         assert heading in text, f"docs/architecture.md has no '{heading}'"

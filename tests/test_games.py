@@ -26,7 +26,7 @@ from loom.games.__main__ import find_games
 from loom.games.__main__ import main as games_main
 
 ROOT = Path(__file__).resolve().parent.parent
-GAMES = [g for g in ("hanging_sheet", "flag", "cape", "drape", "sandbox", "embed_surface")
+GAMES = [g for g in ("hanging_sheet", "flag", "cape", "drape", "sandbox", "embed_surface", "platformer")
          if (ROOT / "games" / f"{g}.py").exists()]
 GL_GAMES = [g for g in GAMES if "GLRenderPlugin" in (ROOT / "games" / f"{g}.py").read_text(encoding="utf-8")]
 SMALL = {"hanging_sheet": ["--n", "12"], "drape": ["--n", "20"]}

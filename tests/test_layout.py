@@ -203,6 +203,7 @@ RULES: dict[str, tuple[str, ...] | None] = {
     "loom.benchmarks": None,
     "loom": None,                      # the lazy table of contents
     "loom.games": (),                  # the public API only: _public_import
+    "loom.prefabs": ("loom.engine", "loom.components", "loom.systems", "loom.prefabs"),
 }
 """Who may import what inside loom (the lead's table; docs/architecture.md states the same): a rule names the
 packages whose modules (and subpackages) a module may import; None allows anything in loom."""

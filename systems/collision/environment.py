@@ -15,6 +15,14 @@ nlerp) to the substep's start and end, and for every free particle, in the colli
    the substep), d_t = d − n(d·n) (eq. 19), cut by r_t = −c_f·d_t (eqs. 20–21) with Coulomb's law
    in position form: c_f = 1 (static, sticks) if |d_t| ≤ μ·depth, else μ·depth/|d_t| (kinetic);
    μ = √(μ_cloth·μ_collider). A particle resting on a moving platform therefore rides along.
+4. pinching: a particle pushed out of one collider into another whose surface faces the other way
+   (normals more than 120° apart: a hero's feet landing on cape lying on the floor) cannot satisfy
+   both by pushing along their normals — each substep one pushes it back into the other. It is put on
+   the larger collider's surface (the level: the larger bounding ball, a plane or mesh counts as
+   infinite) and slid out of the smaller one (the body) within that surface, toward the cloth's
+   centre (so neighbours leave the same way), by up to ``PINCH_SLIDE`` a substep, until it is the
+   body's contact reach outside it (bisection on its signed distance, ``PINCH_STEPS``). The slide
+   moves x_prev with x: it gives the particle no velocity and the colliders no impulse.
 The correction's momentum m·Δx/h is accumulated per collider (``ColliderSet.impulse``) so a rigid
 body bridge can push back (two-way coupling).
 """
@@ -39,10 +47,24 @@ CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
 CHUNKS = 16
 """Fixed particle ranges of the contact kernel (not the thread count: results stay the same)."""
-PARALLEL_MIN_PARTICLES = 500
+PINCH_STEPS = 16
+"""Bisection steps that find where a pinched particle leaves the smaller collider's reach (to
+``PINCH_SLIDE`` / 2^16: half a micrometre)."""
+PINCH_COSINE = -0.5
+"""Two colliders pinch a particle when their outward normals there have a cosine below this (> 120°)."""
+PINCH_SLIDE = 0.03
+"""Farthest a pinched particle slides out in one substep [m]: the cloth follows within a frame or two
+(8 substeps: 0.24 m a frame, a hero's half width) instead of being torn across the body in one jump
+(tests/test_pinching.py, the cape under a landing hero's feet: worst stretch 736 % slid out at once,
+under 120 % at 0.03 m, as the landing alone)."""
+PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
-0.52, the 600-particle cape 0.20 → 0.17; a 990-particle flag with no collider near 0.10 → 0.11)."""
+0.52, the 600-particle cape 0.20 → 0.17; a 990-particle flag with no collider near 0.10 → 0.11).
+Not from 500: with another process busy on the other core, every parallel loop waits for a worker
+the OS may not run for milliseconds (issue 16: the cape 1.7 → 15 ms a frame on 2 threads, the flag
+1.8 → 3.7, two processes spinning, passive waiting), against 0.03 ms saved idle; below 2,000
+particles (the cape, the flag) a cloth now runs on one thread whatever the thread count."""
 
 
 def gather_colliders(app: App, dt: float) -> None:
@@ -185,13 +207,15 @@ class Frames(NamedTuple):
     """Each particle range's momentum per collider, (CHUNKS, k, 7): impulse (3), impulse_point (4)."""
     distances: np.ndarray
     """Each particle range's signed distance [m] and normal, (CHUNKS, 4)."""
+    centre: np.ndarray
+    """Mean position of the cloth's particles, (3,) [m]: where pinched particles slide out toward."""
 
 
 class Particles(NamedTuple):
     """One cloth's arrays and material, as the contact kernel reads them."""
 
     x_prev: np.ndarray
-    """Positions at the substep's start, (n, 3) [m]."""
+    """Positions at the substep's start, (n, 3) [m]; a pinched particle's slide moves it too (no velocity)."""
     x: np.ndarray
     """Positions at its end, (n, 3) [m]: written."""
     mass: np.ndarray
@@ -221,7 +245,7 @@ class ContactScratch:
             self.count = k
             self.frames = hold(Frames(np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
                                       np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
-                                      np.zeros((CHUNKS, 4))))
+                                      np.zeros((CHUNKS, 4)), np.zeros(3)))
 
 
 def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
@@ -442,7 +466,119 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             acc[chunk, c, 4] += jn * wy
             acc[chunk, c, 5] += jn * wz
             acc[chunk, c, 6] += jn
+            vx, vy, vz = x[p, 0], x[p, 1], x[p, 2]         # before this collider's push
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
+            if near.shape[0] > 1:        # pushed into another collider facing the other way: pinched
+                for b in near:
+                    if b == c:
+                        continue
+                    bx = wx - pos1[b, 0]
+                    by = wy - pos1[b, 1]
+                    bz = wz - pos1[b, 2]
+                    ox = rot1[b, 0, 0] * bx + rot1[b, 1, 0] * by + rot1[b, 2, 0] * bz
+                    oy = rot1[b, 0, 1] * bx + rot1[b, 1, 1] * by + rot1[b, 2, 1] * bz
+                    oz = rot1[b, 0, 2] * bx + rot1[b, 1, 2] * by + rot1[b, 2, 2] * bz
+                    reach_b = cloth.thickness + margin[b]
+                    kb = kind[b]
+                    if kb == BOX:
+                        if max(abs(ox) - params[b, 0], abs(oy) - params[b, 1], abs(oz) - params[b, 2]) >= reach_b:
+                            continue
+                    elif bound[b] > 0.0 and math.sqrt(ox * ox + oy * oy + oz * oz) - bound[b] >= reach_b:
+                        continue
+                    if is_basic(kb):
+                        sd[0], sd[1], sd[2], sd[3] = basic_sdf(kb, params[b, 0], params[b, 1], params[b, 2], ox, oy, oz)
+                    else:
+                        sdf(shapes, b, ox, oy, oz, sd)
+                    if sd[0] >= reach_b:
+                        continue
+                    facing = (nx * (rot1[b, 0, 0] * sd[1] + rot1[b, 0, 1] * sd[2] + rot1[b, 0, 2] * sd[3])
+                              + ny * (rot1[b, 1, 0] * sd[1] + rot1[b, 1, 1] * sd[2] + rot1[b, 1, 2] * sd[3])
+                              + nz * (rot1[b, 2, 0] * sd[1] + rot1[b, 2, 1] * sd[2] + rot1[b, 2, 2] * sd[3]))
+                    if facing < PINCH_COSINE:
+                        ux, uy, uz = _unpinch(col, f, sd, c, b, (wx, wy, wz), cloth.thickness)
+                        x_prev[p, 0] += ux - vx          # squeezed out, not launched: neither push
+                        x_prev[p, 1] += uy - vy          # gives it velocity (nor the slide an impulse)
+                        x_prev[p, 2] += uz - vz
+                        x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
+                        break
+
+
+@numba.njit(cache=True)
+def _world_sdf(col, f, out, c, wx, wy, wz):
+    """Signed distance [m] of world point w to collider c (end pose of the substep) and the outward
+    unit normal in world coordinates: (d, nx, ny, nz). out (4,): scratch for ``sdf``."""
+    r, q = f.rot1, f.pos1
+    ex, ey, ez = wx - q[c, 0], wy - q[c, 1], wz - q[c, 2]
+    lx = r[c, 0, 0] * ex + r[c, 1, 0] * ey + r[c, 2, 0] * ez
+    ly = r[c, 0, 1] * ex + r[c, 1, 1] * ey + r[c, 2, 1] * ez
+    lz = r[c, 0, 2] * ex + r[c, 1, 2] * ey + r[c, 2, 2] * ez
+    k = col.shapes.kind[c]
+    if is_basic(k):
+        params = col.shapes.params
+        out[0], out[1], out[2], out[3] = basic_sdf(k, params[c, 0], params[c, 1], params[c, 2], lx, ly, lz)
+    else:
+        sdf(col.shapes, c, lx, ly, lz, out)
+    return (out[0], r[c, 0, 0] * out[1] + r[c, 0, 1] * out[2] + r[c, 0, 2] * out[3],
+            r[c, 1, 0] * out[1] + r[c, 1, 1] * out[2] + r[c, 1, 2] * out[3],
+            r[c, 2, 0] * out[1] + r[c, 2, 1] * out[2] + r[c, 2, 2] * out[3])
+
+
+@numba.njit(cache=True)
+def _unpinch(col, f, out, c, b, w, thickness):
+    """Free world point w [m] (a tuple) pinched between colliders c and b (their surfaces face each other
+    there): put it on the larger one's surface (bounding-ball radius; 0, a plane or mesh, counts as
+    infinite), then slide it within that surface until it is the smaller one's reach (``thickness`` [m]
+    of the cloth + its margin) outside it, or by ``PINCH_SLIDE`` [m] if that is nearer (the rest in the next substeps)
+    — toward the cloth's centre, so neighbours leave the same way (the cape under a hero's feet slides
+    back out behind him), or straight away from the body's centre when the cloth's centre is over it.
+    Returns the new point; w unchanged when both are unbounded. col, f: the
+    ``Colliders`` and ``Frames`` of the substep (f.centre: the cloth's centre); out (4,) scratch."""
+    wx, wy, wz = w
+    bound = f.bound
+    size_c = bound[c] if bound[c] > 0.0 else np.inf
+    size_b = bound[b] if bound[b] > 0.0 else np.inf
+    if size_c == np.inf and size_b == np.inf:
+        return wx, wy, wz
+    small, large = (c, b) if size_c <= size_b else (b, c)
+    d, nx, ny, nz = _world_sdf(col, f, out, large, wx, wy, wz)
+    reach = thickness + col.margin[large]
+    if d < reach:                                    # onto the level's surface ...
+        wx += nx * (reach - d)
+        wy += ny * (reach - d)
+        wz += nz * (reach - d)
+    q = f.pos1[small]                                # ... then out along it, toward the cloth's centre
+    ex, ey, ez = f.centre[0] - q[0], f.centre[1] - q[1], f.centre[2] - q[2]
+    along = ex * nx + ey * ny + ez * nz
+    ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
+    length = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if length < 0.25 * bound[small]:                 # the cloth is centred on the body: away from its centre
+        ex, ey, ez = wx - q[0], wy - q[1], wz - q[2]
+        along = ex * nx + ey * ny + ez * nz
+        ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
+        length = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if length < 1e-9:                                # right under the centre: the body's local x axis
+        r = f.rot1[small]
+        ex, ey, ez = r[0, 0], r[1, 0], r[2, 0]
+        along = ex * nx + ey * ny + ez * nz
+        ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
+        length = math.sqrt(ex * ex + ey * ey + ez * ez)
+        if length < 1e-9:
+            ex, ey, ez = r[0, 2], r[1, 2], r[2, 2]
+            length = 1.0
+    ex, ey, ez = ex / length, ey / length, ez / length
+    reach = thickness + col.margin[small]
+    if _world_sdf(col, f, out, small, wx, wy, wz)[0] >= reach:
+        return wx, wy, wz
+    lo, hi = 0.0, PINCH_SLIDE
+    if _world_sdf(col, f, out, small, wx + hi * ex, wy + hi * ey, wz + hi * ez)[0] < reach:
+        return wx + hi * ex, wy + hi * ey, wz + hi * ez      # deep under it: this substep's share
+    for _ in range(PINCH_STEPS):                     # lo inside the body's reach, hi outside
+        mid = 0.5 * (lo + hi)
+        if _world_sdf(col, f, out, small, wx + mid * ex, wy + mid * ey, wz + mid * ez)[0] >= reach:
+            hi = mid
+        else:
+            lo = mid
+    return wx + hi * ex, wy + hi * ey, wz + hi * ez
 
 
 @numba.njit(cache=True)
@@ -472,6 +608,12 @@ def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_ma
     more than it saves (``PARALLEL_MIN_PARTICLES``)."""
     col, f = colliders.value, frames.value
     cloth = Particles(x_prev, x, mass, inv_mass, thickness, friction)
+    centre = f.centre
+    centre[:] = 0.0
+    for p in range(x.shape[0]):
+        for a in range(3):
+            centre[a] += x[p, a]
+    centre /= max(x.shape[0], 1)
     _prepare(col, f, a0, a1)
     close = _near_colliders(cloth, col.margin, f)
     acc = f.acc

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from loom.engine import App, Stage
 from loom.systems.coupling import pymunk_bridge
+from loom.systems.coupling.pymunk_bridge import body_units
 from loom.systems.sets import ClothSet
 
 
@@ -17,4 +18,4 @@ class PymunkPlugin:
         app.add_system(pymunk_bridge.collect_impulses, Stage.POST_STEP, in_set=ClothSet.GUARD)
 
 
-__all__ = ["PymunkPlugin"]
+__all__ = ["PymunkPlugin", "body_units"]

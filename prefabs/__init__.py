@@ -1,0 +1,13 @@
+"""Prefabs: everyday cloth in one call — ``loom.cape`` on a hero, ``loom.flag`` on a pole — built from the public
+components with defaults that read well in a straight 2D side view; every default overridable.
+
+Each helper spawns ordinary entities (Cloth, Pin, ClothStyle) and returns a small handle (``Cape``, ``Flag``)
+with ``.entity`` and ``.cloth``; nothing here runs per step. Lengths and points are the game's pixels when the
+App has a ``PixelSpace``, metres otherwise.
+"""
+from __future__ import annotations
+
+from loom.prefabs.cape import Cape, cape
+from loom.prefabs.flag import Flag, flag
+
+__all__ = ["Cape", "Flag", "cape", "flag"]

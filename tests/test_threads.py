@@ -1,0 +1,145 @@
+"""Threads are safe by default (issue 16, problem 1): the wait policy, the knob, and results on any thread count.
+
+No timing is asserted here: the measured table is in docs/performance.md ("Threads"), from
+``python -m loom.benchmarks scenes --load``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+from loom.components import Cloth, Pin
+from loom.engine import App, mesh, parser, run_app, threads
+from loom.systems import DefaultPlugins
+
+ROOT = Path(__file__).resolve().parent.parent
+TWO_THREADS = pytest.mark.skipif(threads.cores() < 2, reason="needs 2 cores (NUMBA_NUM_THREADS >= 2)")
+
+
+def _fresh(code: str, **env: str) -> dict:
+    """Run ``code`` in a new interpreter (numba's threads not started) with ``env`` over an environment
+    cleared of the OpenMP settings; return the JSON it prints last."""
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+DESCRIBE = ("import json, loom.engine\nfrom loom.engine import App\nApp(threads=1)\n"
+            "print(json.dumps(loom.engine.threads.describe()))")
+
+
+def test_importing_loom_makes_idle_openmp_threads_sleep_instead_of_spinning():
+    record = _fresh(DESCRIBE)
+    assert record["wait_policy"] == "passive"
+    assert record["threading_layer"] in ("omp", "tbb", "workqueue") and record["threads"] == 1
+
+
+def test_lazy_import_loom_applies_the_policy_before_the_first_app():
+    record = _fresh("import json, os, loom\nloom.App(threads=1)\nprint(json.dumps({'w': os.environ.get('OMP_WAIT_POLICY')}))")
+    assert record == {"w": "passive"}
+
+
+@pytest.mark.parametrize("name, value", [("OMP_WAIT_POLICY", "active"), ("GOMP_SPINCOUNT", "10000")])
+def test_a_users_own_openmp_setting_wins(name, value):
+    record = _fresh(DESCRIBE, **{name: value})
+    assert record["wait_policy"] == ("active" if name == "OMP_WAIT_POLICY" else None)
+
+
+def test_apply_policy_sets_passive_only_when_the_environment_names_no_policy():
+    environ: dict[str, str] = {}
+    assert threads.apply_policy(environ) is True and environ == {"OMP_WAIT_POLICY": "passive"}
+    for user in ({"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "0"}):
+        mine = dict(user)
+        assert threads.apply_policy(mine) is False and mine == user
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, 10_000])
+def test_threads_outside_one_to_cores_are_refused_naming_the_value(bad):
+    with pytest.raises(ValueError, match=r"App\.threads = .*: must be an integer in 1 … \d+"):
+        App(threads=bad)
+
+
+def _drape(n_threads: int, steps: int) -> np.ndarray:
+    """A 64×64 self-colliding drape (23,938 links, 4,096 particles: every threaded kernel path) and two
+    small flags (a batch), ``steps`` steps on ``n_threads`` threads; return every particle's position."""
+    from loom.games import drape
+    app = App(dt=1 / 60, substeps=4, threads=n_threads)
+    app.add_plugin(DefaultPlugins)
+    drape.build_scene(app, n=64)
+    for k in range(2):
+        flag = mesh.grid(12, 8, 0.6, 0.4, center=(3.0 + k, 1.5, 0.0))
+        app.spawn(Cloth.from_mesh(flag, "cotton"), Pin.edge(flag, "left"))
+    app.step(steps)
+    x = np.concatenate([c.x.copy() for _, c in app.query(Cloth)])
+    app.close()
+    return x
+
+
+@TWO_THREADS
+def test_results_are_bit_identical_on_one_and_two_threads():
+    before = numba.get_num_threads()
+    try:
+        one, two = _drape(1, 12), _drape(2, 12)
+    finally:
+        numba.set_num_threads(before)
+    assert one.shape == two.shape and np.isfinite(one).all()
+    assert np.array_equal(one, two), f"largest difference {np.abs(one - two).max():.3g} m"
+
+
+def test_a_games_threads_option_sets_the_thread_count():
+    before = numba.get_num_threads()
+    app = App(dt=1 / 60, substeps=2)
+    try:
+        run_app(app, ["--headless", "--frames", "1", "--threads", "1", "--report", "json"])
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)
+        app.close()
+
+
+@pytest.mark.parametrize("text", ["0", "two", str(10_000)])
+def test_a_games_threads_option_refuses_a_bad_count(text, capsys):
+    app = App(dt=1 / 60, substeps=2)
+    with pytest.raises(SystemExit) as exit_:
+        run_app(app, ["--headless", "--frames", "1", "--threads", text])
+    assert exit_.value.code == 2 and "--threads" in capsys.readouterr().err
+    app.close()
+    assert "--threads" in parser().format_help()
+
+
+def test_scenes_benchmark_load_records_the_load_threads_layer_and_wait_policy():
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "scenes", "--scene", "cape", "--frames", "3",
+                          "--no-render", "--load", "--threads", "1"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    (record,) = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert record["scene"] == "cape" and record["load"] == max(1, (os.cpu_count() or 2) - 1)
+    assert record["threads"] == 1 and record["threading_layer"] in ("omp", "tbb", "workqueue")
+    assert record["wait_policy"] == os.environ.get("OMP_WAIT_POLICY", "passive")
+    assert 0.0 < record["sim_ms_median"] <= record["sim_ms_p99"] and "stretch_worst_pct" in record
+
+
+def test_scenes_benchmark_refuses_a_bad_load_or_thread_count():
+    for args in (["--load", "-1"], ["--threads", "0"]):
+        out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "scenes", "--scene", "cape", "--frames", "1",
+                              *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and args[0] in out.stderr, out.stderr
+
+
+def test_background_load_spins_while_the_block_runs_and_stops_after():
+    from loom.benchmarks.scenes import background_load
+    with background_load(2) as spinners:
+        assert len(spinners) == 2 and all(s.poll() is None for s in spinners)
+    assert all(s.poll() is not None for s in spinners)
+    with pytest.raises(ValueError, match=r"load = -1: must be a whole number"):
+        with background_load(-1):
+            pass
