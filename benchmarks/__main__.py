@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loom.benchmarks import drape, scenes, sheet, startup
+from loom.benchmarks import drape, scenes, sheet, startup, threads
 
-BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup}
+BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup, "threads": threads}
 
 
 def main(argv: list[str] | None = None) -> None:

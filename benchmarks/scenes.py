@@ -181,6 +181,8 @@ def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: 
     record = {
         "scene": name, "particles": report["particles"], "cloths": report["cloths"], "frames": frames,
         "substeps": substeps, **thread_policy.describe(),
+        "threads": app.threads if app.tuner is None else f"auto:{app.tuner.current}",
+        "thread_trials": 0 if app.tuner is None else app.tuner.trials,
         "sim_ms_median": round(1000 * float(np.median(times)), 3),
         "sim_ms_p99": round(1000 * float(np.percentile(times, 99)), 3),
         **stretch.record(),

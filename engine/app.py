@@ -30,12 +30,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import esper
+from numba import get_num_threads, set_num_threads
 
 from loom.engine.clock import FixedClock, _checked_dt
 from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
                                plugin_name)
 from loom.engine.schedule import Schedule, Stage, System
-from loom.engine.threads import set_threads
+from loom.engine.threads import ThreadTuner, checked_count, cores
 
 T = TypeVar("T")
 log = logging.getLogger("loom")
@@ -47,9 +48,10 @@ class App:
 
     dt [s] is the fixed step (1/60 s suits a 60 Hz game); substeps splits each step into
     h = dt/substeps for the SUBSTEP stage (more substeps: stiffer, less stretchy cloth, more cost);
-    max_steps caps the catch-up steps one ``update`` may take. threads, when given, sets numba's
-    thread count for parallel kernels, 1 … cores (results do not depend on it); None (default) keeps
-    numba's: every core, or ``NUMBA_NUM_THREADS``. Importing Loom sets ``OMP_WAIT_POLICY=passive``
+    max_steps caps the catch-up steps one ``update`` may take. threads: "auto" (default; None is the
+    same) measures: steps run on one thread and now and then a few try every core, the faster wins
+    (``loom.engine.threads.ThreadTuner``); an integer 1 … cores fixes the count for this App's steps
+    (results do not depend on it). Importing Loom sets ``OMP_WAIT_POLICY=passive``
     unless you set it, so idle threads sleep instead of spinning and threads stay safe on a busy
     machine (``loom.engine.threads``; docs/performance.md, "Threads"). plugins: None (default) adds
     nothing; "auto" adds every installed plugin of the ``loom.plugins`` entry-point group (after
@@ -65,7 +67,7 @@ class App:
     """
 
     def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 16, *, max_steps: int = 4,
-                 threads: int | None = None, plugins: str | list[PluginLike] | None = None) -> None:
+                 threads: int | str | None = "auto", plugins: str | list[PluginLike] | None = None) -> None:
         self.clock = FixedClock(dt=dt, substeps=substeps, max_steps=max_steps)
         self.schedule = Schedule()
         self.resources: dict[type, Any] = {}
@@ -88,8 +90,11 @@ class App:
         """When True, ``step`` times every system; totals accumulate in ``system_seconds``."""
         self.system_seconds: dict[str, float] = {}
         """Wall-clock seconds spent in each system while profiling, by system name."""
-        if threads is not None:
-            self.set_threads(threads)
+        self.threads: int | None = None
+        """The fixed thread count of this App's steps, or None when the tuner chooses (``set_threads``)."""
+        self.tuner: ThreadTuner | None = None
+        """The measuring thread chooser while ``threads`` is "auto", else None."""
+        self.set_threads("auto" if threads is None else threads)
         self._use()
         if plugins == "auto":
             self.add_plugins_from_entry_points()
@@ -99,11 +104,14 @@ class App:
             for plugin in plugins:
                 self.add_plugin(plugin)
 
-    def set_threads(self, threads: int) -> None:
-        """Set numba's thread count for parallel kernels (1 … cores); results do not depend on it.
-
-        The count is numba's, for the whole process (every App), as with ``numba.set_num_threads``."""
-        set_threads(threads)
+    def set_threads(self, threads: int | str) -> None:
+        """Run this App's steps on ``threads`` threads (1 … cores), or "auto" to measure and choose; results do
+        not depend on it. The count applies to this App's steps only (numba's own setting is restored after
+        each ``step``/``update``). Raises ValueError naming the value otherwise."""
+        if threads == "auto" and isinstance(threads, str):
+            self.threads, self.tuner = None, ThreadTuner(cores())
+            return
+        self.threads, self.tuner = checked_count(threads), None
 
     # --- world ------------------------------------------------------------------------------
     def _use(self) -> None:
@@ -403,8 +411,14 @@ class App:
             stages = [tuple((self._timed(s), c) for s, c in runs) for runs in stages]
         pre_runs, sub_runs, post_runs = stages
         start = time.perf_counter()
+        numba_threads = get_num_threads()
+        tuner = self.tuner
         try:
             for _ in range(frames):
+                count = self.threads if tuner is None else tuner.count()
+                if count != get_num_threads():
+                    set_num_threads(count)
+                began = time.perf_counter()
                 # substeps are read per step: a system may change clock.substeps between steps (the
                 # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/pipeline/guard.py)
                 h, substeps = clock.h, clock.substeps
@@ -424,7 +438,11 @@ class App:
                     self._deferring = False
                     if self._pending:
                         self._apply_deferred()
+                if tuner is not None:
+                    tuner.record(time.perf_counter() - began)
         finally:
+            if get_num_threads() != numba_threads:
+                set_num_threads(numba_threads)
             self.sim_seconds += time.perf_counter() - start
 
     def _due(self, runs: tuple[tuple[System, Any], ...]) -> list[System]:

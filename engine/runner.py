@@ -34,8 +34,8 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
                    help="fixed frames to simulate (headless default 300; in a window: run until closed)")
     p.add_argument("--report", choices=("json", "text"), default="text", help="report format (default text)")
     p.add_argument("--threads", type=_threads, default=None, metavar="N",
-                   help="threads for Loom's parallel kernels, 1 … cores (default: numba's, every core; "
-                   "results do not depend on it)")
+                   help="threads for Loom's parallel kernels, 1 … cores (default: measured as it runs, "
+                   "App(threads=\"auto\"); results do not depend on it)")
     p.add_argument("--screenshot", metavar="PATH", help="save the last frame as a PNG (headless: drawn once after "
                    "stepping by the game's renderer plugin: GLRenderPlugin offscreen via EGL, or SoftRenderPlugin)")
     return p

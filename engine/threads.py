@@ -13,10 +13,14 @@ The policy, applied when ``loom.engine`` is first imported (before numba starts 
 - ``OMP_WAIT_POLICY=passive``, unless the environment already sets ``OMP_WAIT_POLICY`` or
   ``GOMP_SPINCOUNT`` (yours wins). It must be in the environment before libgomp is loaded: if numba's
   threads were started before Loom was imported, it cannot apply (``describe()`` says which is in effect).
-- The thread count stays numba's: every core (``NUMBA_NUM_THREADS``), or ``App(threads=N)`` /
-  ``app.set_threads(N)``, or a game's ``--threads N``. Small cloths stay on one thread anyway: each
-  kernel's dispatcher goes parallel only above a work size (constraints from 20,000 links, collision
-  from 500 particles, batches from two cloths).
+- The thread count is measured, not assumed (``App(threads="auto")``, the default): an App's steps run
+  on one thread, and now and then a few steps try every core (``ThreadTuner``); the faster by median
+  wins until the next trial. Passive waiting alone still left two threads 3.5× slower than one on an
+  idle 2-core VM for a 64×64 drape (each parallel loop waits for a sleeping vCPU to wake), while the same
+  threads paid off on other days and machines: only measuring on the player's machine, as the game runs,
+  tells. ``App(threads=N)`` / ``app.set_threads(N)`` / a game's ``--threads N`` fix the count instead.
+  Small cloths stay on one thread anyway: each kernel's dispatcher goes parallel only above a work size
+  (constraints from 20,000 links, collision from 2,000 particles, batches from two cloths).
 
 The measured table (idle and loaded, per scene, per layer) is in docs/performance.md, "Threads".
 """
@@ -42,6 +46,85 @@ def apply_policy(environ: Any = None) -> bool:
     return True
 
 
+TRIAL_STEPS = 8
+"""Steps a trial of the other thread count lasts (it stops at once if a step costs ``ABORT`` × the current median)."""
+FIRST_TRIAL = 30
+"""Steps before the first trial (after the first steps' numba compiles)."""
+HOLD_STEPS = (120, 7200)
+"""Steps between trials: the shortest, after a switch, doubling after every trial lost up to the longest
+(2 s … 2 min at 60 Hz), so a machine where threads never pay costs one trial step in thousands."""
+ABORT = 2.0
+"""A trial step costing this many times the current median ends the trial (a busy machine: one slow step)."""
+WIN = 0.85
+"""The other count wins when its median step is below this fraction of the current one."""
+
+
+class ThreadTuner:
+    """Chooses, for one App, between one thread and every core by timing its own steps now and then.
+
+    ``count()`` is the thread count for the next step; ``record(seconds)`` reports how long it took. Steps
+    run on ``current`` (1 to begin with); every ``hold`` steps the other count runs ``TRIAL_STEPS`` steps
+    and wins if its median is below ``WIN`` × the median of the last steps on ``current``. Results do not
+    depend on the count (bit-identical positions), so switching is invisible except in time."""
+
+    def __init__(self, top: int) -> None:
+        self.top = int(top)
+        """The largest count tried (numba's cores)."""
+        self.current = 1
+        """The count steps run on outside trials."""
+        self.hold = HOLD_STEPS[0]
+        """Steps until the next trial once this one ends [steps]."""
+        self.trials = 0
+        """Trials run so far (for reports)."""
+        self._until = FIRST_TRIAL                      # steps left before the next trial
+        self._recent: list[float] = []                 # last step times on ``current`` [s]
+        self._trial: list[float] | None = None         # step times of the running trial [s]
+        self._reference = float("inf")                 # median on ``current`` when the last trial ended [s]
+
+    def count(self) -> int:
+        """Thread count for the next step."""
+        if self._trial is not None:
+            return self.top + 1 - self.current          # the other of 1 and top
+        return self.current
+
+    def record(self, seconds: float) -> None:
+        """Account one step that took ``seconds`` [s] on ``count()`` threads."""
+        if self.top < 2:
+            return
+        if self._trial is None:
+            self._recent.append(seconds)
+            if len(self._recent) > 2 * TRIAL_STEPS:
+                del self._recent[0]
+            self._until -= 1
+            if len(self._recent) >= TRIAL_STEPS and (
+                    self._until <= 0 or _median(self._recent) > ABORT * self._reference):
+                self._trial = []                        # due, or the current count got much slower: try now
+            return
+        self._trial.append(seconds)
+        base = _median(self._recent)
+        if seconds > ABORT * base:
+            self._end(won=False)
+        elif len(self._trial) >= TRIAL_STEPS:
+            self._end(won=_median(self._trial) < WIN * base)
+
+    def _end(self, *, won: bool) -> None:
+        self.trials += 1
+        if won:
+            self.current = self.top + 1 - self.current
+            self._recent = list(self._trial or [])
+            self.hold = HOLD_STEPS[0]
+        else:
+            self.hold = min(2 * self.hold, HOLD_STEPS[1])
+        self._trial = None
+        self._until = self.hold
+        self._reference = _median(self._recent)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
 def cores() -> int:
     """numba's largest thread count: ``NUMBA_NUM_THREADS`` (default: this machine's cores)."""
     import numba
@@ -53,11 +136,16 @@ def set_threads(threads: int) -> None:
 
     Raises ValueError naming the value when it is not a whole number in that range."""
     import numba
+    numba.set_num_threads(checked_count(threads))
+
+
+def checked_count(threads: Any) -> int:
+    """``threads`` if it is a whole number in 1 … ``cores()``, else ValueError naming the value."""
     top = cores()
     if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= top:
         raise ValueError(f"App.threads = {threads!r}: must be an integer in 1 … {top} "
-                         "(this machine's cores, or NUMBA_NUM_THREADS)")
-    numba.set_num_threads(threads)
+                         "(this machine's cores, or NUMBA_NUM_THREADS), or \"auto\"")
+    return threads
 
 
 def describe() -> dict[str, Any]:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from loom.components import Cloth, Pin
-from loom.engine import App, mesh, parser, run_app, threads
+from loom.engine import App, Stage, mesh, parser, run_app, threads
 from loom.systems import DefaultPlugins
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ DESCRIBE = ("import json, loom.engine\nfrom loom.engine import App\nApp(threads=
 def test_importing_loom_makes_idle_openmp_threads_sleep_instead_of_spinning():
     record = _fresh(DESCRIBE)
     assert record["wait_policy"] == "passive"
-    assert record["threading_layer"] in ("omp", "tbb", "workqueue") and record["threads"] == 1
+    assert record["threading_layer"] in ("omp", "tbb", "workqueue") and record["threads"] >= 1
 
 
 def test_lazy_import_loom_applies_the_policy_before_the_first_app():
@@ -95,15 +95,62 @@ def test_results_are_bit_identical_on_one_and_two_threads():
     assert np.array_equal(one, two), f"largest difference {np.abs(one - two).max():.3g} m"
 
 
-def test_a_games_threads_option_sets_the_thread_count():
-    before = numba.get_num_threads()
+def test_a_games_threads_option_fixes_the_apps_thread_count_for_its_steps_only():
+    seen = []
     app = App(dt=1 / 60, substeps=2)
+    app.add_system(lambda a, dt: seen.append(numba.get_num_threads()), Stage.PRE_STEP, name="count_threads")
+    before = numba.get_num_threads()
     try:
-        run_app(app, ["--headless", "--frames", "1", "--threads", "1", "--report", "json"])
-        assert numba.get_num_threads() == 1
+        run_app(app, ["--headless", "--frames", "3", "--threads", "1", "--report", "json"])
+        assert app.threads == 1 and app.tuner is None and seen == [1, 1, 1]
+        assert numba.get_num_threads() == before, "the App's count leaked into numba's own setting"
     finally:
-        numba.set_num_threads(before)
         app.close()
+
+
+def test_auto_threads_is_the_default_and_its_steps_run_on_the_tuners_count():
+    seen = []
+    app = App(dt=1 / 60, substeps=2)
+    app.add_system(lambda a, dt: seen.append((numba.get_num_threads(), a.tuner.count())), Stage.PRE_STEP,
+                   name="count_threads")
+    try:
+        assert app.threads is None and isinstance(app.tuner, threads.ThreadTuner)
+        app.step(threads.FIRST_TRIAL + 2 * threads.TRIAL_STEPS)
+        assert all(used == chosen for used, chosen in seen)
+        assert app.tuner.trials >= 1 or threads.cores() < 2
+    finally:
+        app.close()
+
+
+def _feed(tuner: threads.ThreadTuner, cost: dict[int, float], steps: int) -> list[int]:
+    """Run ``steps`` steps whose time is ``cost[count]`` [s]; return the count each step ran on."""
+    used = []
+    for _ in range(steps):
+        count = tuner.count()
+        used.append(count)
+        tuner.record(cost[count])
+    return used
+
+
+def test_the_tuner_switches_to_every_core_when_that_is_faster_and_back_when_it_is_not():
+    tuner = threads.ThreadTuner(2)
+    used = _feed(tuner, {1: 0.010, 2: 0.006}, 200)
+    assert used[0] == 1 and tuner.current == 2 and used[-30:] == [2] * 30
+    used = _feed(tuner, {1: 0.010, 2: 0.030}, 600)            # the machine got busy: threads now cost 3x
+    assert tuner.current == 1 and used.count(2) < 20       # noticed within a few steps, not the next trial
+
+
+def test_a_tuner_on_a_machine_where_threads_never_pay_tries_them_rarely_and_briefly():
+    tuner = threads.ThreadTuner(2)
+    used = _feed(tuner, {1: 0.010, 2: 0.035}, 20_000)
+    assert tuner.current == 1
+    assert used.count(2) <= tuner.trials and tuner.trials < 12      # each trial aborts after one slow step
+    assert tuner.hold == threads.HOLD_STEPS[1]
+
+
+def test_a_tuner_with_one_core_always_runs_one_thread():
+    tuner = threads.ThreadTuner(1)
+    assert set(_feed(tuner, {1: 0.01}, 500)) == {1} and tuner.trials == 0
 
 
 @pytest.mark.parametrize("text", ["0", "two", str(10_000)])
@@ -143,3 +190,14 @@ def test_background_load_spins_while_the_block_runs_and_stops_after():
     with pytest.raises(ValueError, match=r"load = -1: must be a whole number"):
         with background_load(-1):
             pass
+
+
+def test_threads_benchmark_steps_one_every_core_and_auto_side_by_side():
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "threads", "--scene", "flag", "--blocks", "2",
+                          "--block", "3"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    (record,) = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert record["scene"] == "flag" and record["load"] == 0 and record["auto_ends_on"] in (1, record["cores"])
+    for key in ("one_ms", "every_core_ms", "auto_ms"):
+        median, p99 = record[key]
+        assert 0.0 < median <= p99, record
