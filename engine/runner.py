@@ -41,24 +41,21 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def _frames(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--frames = {text!r}: must be a whole number >= 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--frames = {value}: must be >= 0")
-    return value
+def whole_number(option: str, minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``, else an error naming ``option`` and the text."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} = {text!r}: must be a whole number >= {minimum}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{option} = {value}: must be >= {minimum}")
+        return value
+    return parse
 
 
-def _threads(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--threads = {text!r}: must be a whole number >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--threads = {value}: must be >= 1")
-    return value
+_frames = whole_number("--frames", 0)
+_threads = whole_number("--threads", 1)
 
 
 def run_app(app: Any, argv: Iterable[str] | None = None, *,

@@ -53,6 +53,7 @@ import numpy as np
 
 from loom.components import Cloth
 from loom.engine import App
+from loom.engine.runner import whole_number
 from loom.files import meshes as _io
 from loom.files.atomic import os_error_line, write_atomic
 from loom.files.snapshot import load_snapshot, save_snapshot
@@ -149,14 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m loom.files.bake", description="Bake a Loom game headless into a "
                                 "frame_00000.obj ... sequence; re-run the same command to resume.")
     p.add_argument("game", help="game in loom.games (hanging_sheet, flag, drape, cape, ...) or a dotted module path")
-    p.add_argument("--frames", type=_count("--frames", 0), default=300, help="frames to bake (default 300)")
+    p.add_argument("--frames", type=whole_number("--frames", 0), default=300, help="frames to bake (default 300)")
     p.add_argument("--out", required=True, help="output directory (created if needed)")
     p.add_argument("--format", choices=_io.FRAME_FORMATS, default="obj", help="frame format (default obj)")
-    p.add_argument("--every", type=_count("--every", 0), default=DEFAULT_EVERY,
+    p.add_argument("--every", type=whole_number("--every", 0), default=DEFAULT_EVERY,
                    help=f"frames between resume snapshots (default {DEFAULT_EVERY}; 0: none, resume by replay)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_setting,
                    help="keyword for the game's build_scene, e.g. --set n=16 (repeatable)")
-    p.add_argument("--substeps", type=_count("--substeps", 1), default=None,
+    p.add_argument("--substeps", type=whole_number("--substeps", 1), default=None,
                    help="substeps per frame (default: the game's SUBSTEPS)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(None if argv is None else list(argv))
@@ -352,18 +353,6 @@ def _check_manifest(out: Path, record: dict[str, Any]) -> None:
 
 
 # --- private: command line and progress ------------------------------------------------------------------------
-
-def _count(option: str, minimum: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} = {text!r}: must be a whole number >= {minimum}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{option} = {value}: must be >= {minimum}")
-        return value
-    return parse
-
 
 def _setting(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
