@@ -1,17 +1,17 @@
 """Regenerate the pictures in docs/images/ with the games' own ``--screenshot`` (headless, EGL).
 
 Run from the repository root: ``python docs/gen_images.py [--only NAME ...]``. Every picture is one
-offscreen GL frame after ``--frames`` fixed steps, 960×640 or smaller:
+frame after ``--frames`` fixed steps (offscreen GL; the platformer's own pygame Surface), 960×640 or smaller:
 
-- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``:
+- ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``, ``platformer``:
   ``python -m loom.games.NAME --headless --frames N --screenshot PATH``
   (the flag with ``--sail``);
 - ``drape``: the drape game's own scene (``loom.games.drape.build_scene``, n = 48) with the GL renderer added,
   through the same runner and ``--screenshot`` (the drape game itself has no renderer);
 - ``model_NAME``: the hanging sheet scene (``loom.games.hanging_sheet.build_scene``) with ``model=NAME``,
   through the runner's ``--screenshot`` (the hanging-sheet game always uses xpbd);
-- ``guide_cape``: the two cape snippets of docs/guide-cape.md, saved as ``cape_surface.png`` (software
-  renderer, ``pygame.image.save``) and ``cape_gl.png`` (GL renderer, ``read_pixels``).
+- ``platformer``: the 2D platformer's own ``--screenshot`` (its pygame Surface, software renderer), frame 240:
+  the hero jumping left, his cape flowing, the flag and the banner in their wind zones.
 
 Takes about a minute on a 2-core VM. SDL_VIDEODRIVER defaults to ``offscreen`` here.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "images"
-GAMES = {"hanging_sheet": 240, "flag": 240, "cape": 150, "sandbox": 270}
+GAMES = {"hanging_sheet": 240, "flag": 240, "cape": 150, "sandbox": 270, "platformer": 240}
 """Game → frames simulated before the screenshot."""
 GAME_OPTIONS = {"flag": ("--sail",)}
 """Game → extra command-line options of its screenshot (the flag picture shows both of Provot's wind scenes)."""
@@ -82,26 +82,10 @@ def model_screenshot(model: str) -> None:
     scene_screenshot(build, IMAGES / f"model_{model}.png", frames=120, size=(480, 320))
 
 
-def guide_cape_screenshots() -> None:
-    """Run the two cape snippets of docs/guide-cape.md and save their last frames (cape_surface, cape_gl)."""
-    import re
-    text = (ROOT / "docs" / "guide-cape.md").read_text()
-    surface, gl = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", text, re.S)[:2]
-    surface = surface.replace("pygame.quit()", f"pygame.image.save(screen, {str(IMAGES / 'cape_surface.png')!r})\n"
-                                                "pygame.quit()")
-    gl = gl.replace("release_renderer(app)", "from loom.systems.render.gl import read_pixels\n"
-                    "from loom.engine.window import save_png\n"
-                    f"save_png({str(IMAGES / 'cape_gl.png')!r}, read_pixels(app))\nrelease_renderer(app)", 1)
-    env = dict(os.environ, SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
-    for code in (surface, gl):
-        subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     jobs = {name: (lambda n=name, f=frames: game_screenshot(n, f)) for name, frames in GAMES.items()}
     jobs["drape"] = drape_screenshot
     jobs.update({f"model_{m}": (lambda m=m: model_screenshot(m)) for m in MODELS})
-    jobs["guide_cape"] = guide_cape_screenshots
     p = argparse.ArgumentParser(prog="python docs/gen_images.py", description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="+", choices=sorted(jobs), help="regenerate only these pictures")
     args = p.parse_args(argv)
