@@ -131,14 +131,6 @@ def cores() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
-def set_threads(threads: int) -> None:
-    """Run Loom's parallel kernels on ``threads`` threads (1 … ``cores()``); results do not depend on it.
-
-    Raises ValueError naming the value when it is not a whole number in that range."""
-    import numba
-    numba.set_num_threads(checked_count(threads))
-
-
 def checked_count(threads: Any) -> int:
     """``threads`` if it is a whole number in 1 … ``cores()``, else ValueError naming the value."""
     top = cores()

@@ -8,13 +8,8 @@ from typing import Any
 import numpy as np
 
 from loom.components import ClothStyle, PixelSpace
+from loom.components._validate import brief
 from loom.engine import App, mesh
-
-
-def brief(value: Any) -> str:
-    """``repr(value)`` on one line, cut to 60 characters, for an error message."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def checked_app(where: str, app: Any) -> App:
