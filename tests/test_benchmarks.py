@@ -11,6 +11,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 SHEET_KEYS = {"impl", "n", "particles", "constraints", "steps", "wall_s", "steps_per_s",
               "constraint_projections_per_s", "final_max_stretch", "warmup_s"}
+PLAIN_KEYS = {"plain_steps_per_s", "ratio_to_plain", "plain_max_dx_m", "sweep_ns_per_projection",
+              "plain_sweep_ns_per_projection", "sweep_ratio"}
 
 
 def run_benchmark(*args: str) -> list[dict]:
@@ -25,10 +27,22 @@ def test_sheet_benchmark_prints_one_json_line_per_size():
                             "--tethers", "--sphere", "--threads", "2")
     assert [r["n"] for r in records] == [8, 12]
     for r in records:
-        assert SHEET_KEYS <= set(r), SHEET_KEYS - set(r)
+        assert SHEET_KEYS | PLAIN_KEYS <= set(r), (SHEET_KEYS | PLAIN_KEYS) - set(r)
         assert r["particles"] == r["n"] ** 2
         assert r["constraint_projections_per_s"] > 0 and r["steps"] == 5 and r["sphere"] is True
         assert 0.0 <= r["final_max_stretch"] < 1.0
+        assert all(r[key] is None for key in PLAIN_KEYS), r      # the plain kernel has no sphere: not the same work
+
+
+def test_sheet_benchmark_runs_its_plain_reference_kernel_alongside_with_the_same_physics():
+    (r,) = run_benchmark("sheet", "--n", "8", "--substeps", "2", "--iters", "3", "--steps", "5", "--block", "2",
+                         "--tethers")
+    assert r["tethers"] > 0 and r["sphere"] is False
+    assert r["plain_steps_per_s"] > 0.0 and r["ratio_to_plain"] > 0.0 and r["sweep_ratio"] > 0.0
+    assert r["sweep_ns_per_projection"] > 0.0 and r["plain_sweep_ns_per_projection"] > 0.0
+    assert r["plain_max_dx_m"] < 1e-9                        # the same operations: 0.0 in practice
+    (bare,) = run_benchmark("sheet", "--n", "4", "--steps", "2", "--no-plain")
+    assert all(bare[key] is None for key in PLAIN_KEYS), bare
 
 
 def test_sheet_benchmark_rejects_a_one_particle_sheet():

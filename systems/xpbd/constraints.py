@@ -78,11 +78,18 @@ def solve_constraints(app: App, h: float) -> None:
         _solve_batch(inv_h2, batch.iterations, batch.bend_compliance, batch.clothes)   # a cloth per thread
     for cloth in clothes:
         if batch is None or cloth.link_count >= PARALLEL_MIN_LINKS:
-            kernel = _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
-            kernel(cloth.iterations, inv_h2, cloth.material.bend_angle_compliance, tables.get(cloth))
+            _sweep_kernel(cloth, parallel)(cloth.iterations, inv_h2, cloth.material.bend_angle_compliance,
+                                          tables.get(cloth))
         if cloth.material.strain_limit is not None:      # Provot 1995: passes of the deformation limit
             relax_distances(STRAIN_LIMIT_MAX_PASSES, cloth.link_i, cloth.link_j, _zeros(cloth.link_count),
                             cloth.link_max, cloth.inv_mass, cloth.x)
+
+
+def _sweep_kernel(cloth: Cloth, parallel: bool):
+    """The kernel ``solve_constraints`` runs for ``cloth`` outside a batch (``parallel``: numba has more than one
+    thread), called as ``kernel(iterations, 1/h², bend_angle_compliance, tables.get(cloth))``; the sheet benchmark
+    times it alone against its plain reference."""
+    return _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
 
 
 class ConstraintArrays(NamedTuple):
@@ -216,17 +223,17 @@ class AnchorBatch(Batch):
 
 
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
     """One XPBD projection of dihedral quad q: C = θ − θ₀ (Bridson et al. 2003 §4 gradients).
 
     quads (b, 4): shared edge e0, e1 then opposite o0 (of triangle e0 e1 o0), o1 (of e1 e0 o1).
     θ = atan2((N0 × N1)·ê, N0·N1); ∂θ/∂o0 = −|E| N0/|N0|², ∂θ/∂o1 = −|E| N1/|N1|², and the edge
     terms from the projections of the opposite vertices on the edge; the four sum to zero."""
-    e0 = quads[q, 0]
-    e1 = quads[q, 1]
-    o0 = quads[q, 2]
-    o1 = quads[q, 3]
+    e0 = np.uint64(quads[q, 0])                  # unsigned: no wraparound test per access
+    e1 = np.uint64(quads[q, 1])
+    o0 = np.uint64(quads[q, 2])
+    o1 = np.uint64(quads[q, 3])
     w0 = inv_mass[e0]
     w1 = inv_mass[e1]
     w2 = inv_mass[o0]
@@ -306,7 +313,7 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
     x[o1, 2] += w3 * g3z * dlam
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", error_model="numpy")
 def _solve(iterations, inv_h2, bend_compliance, held):
     """``iterations`` Gauss–Seidel sweeps over colours of links, then bend quads, then tethers.
 
@@ -323,6 +330,20 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     The link projection is written out in the loop, not called: numba's IR inlining of a helper
     measured 17–23 ns per projection and an LLVM-inlined call 9–41 ns depending on its size, against
     9 ns written out (n = 128 sheet, AMD EPYC).
+
+    Particle, link and tether indices are made unsigned (``np.uint64``) before they index: numba tests a
+    signed index for wraparound (negative counts from the end) at every access (the link tables by k, the
+    particles by a and b), a compare and a select with the array's length in a register or spilled;
+    unsigned, the loop is plain loads and stores. ``error_model="numpy"`` (here, on the two wrappers and
+    ``_project_bend``) drops the ZeroDivisionError test before each division; every divisor is tested
+    positive first, so nothing else changes, and results are bit-identical (same operations, same order).
+    Measured on the sheet of ``python -m loom.benchmarks sheet`` (--substeps 4 --iters 10, n = 64 and 128,
+    one thread, float64, 2-core Xeon VM, one process, alternating, minima of 41): 9.8–10.0 → 7.3–7.5 ns per
+    projection; the benchmark's plain reference kernel (benchmarks/plain_xpbd.py: structure of arrays,
+    signed indices, numba's defaults) 10.9–11.4 ns on the same state. Tried and not kept (nothing gained
+    beyond the unsigned indices): x as (n, 4) with the inverse mass in the fourth slot, x flat, α̃ = α/h²
+    precomputed per link, and chunks of 16–256 links gathered, projected with vector sqrt and divisions
+    (4 lanes) and scattered back (7.1–7.7 ns: the gathers and scatters cost what the vectors save).
 
     One source for both kernels: inlined into ``_solve_serial`` its ``prange`` loops run as plain
     loops; into ``_solve_parallel`` (parallel=True) each colour's loop is split over the threads.
@@ -349,9 +370,10 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     bend_alpha = bend_compliance * inv_h2
     for it in range(iterations):
         for c in range(link_offsets.shape[0] - 1):
-            for k in prange(link_offsets[c], link_offsets[c + 1]):
-                a = link_i[k]
-                b = link_j[k]
+            for kk in prange(link_offsets[c], link_offsets[c + 1]):
+                k = np.uint64(kk)                         # unsigned indices: no wraparound test per access
+                a = np.uint64(link_i[k])
+                b = np.uint64(link_j[k])
                 wa = inv_mass[a]
                 wb = inv_mass[b]
                 w = wa + wb
@@ -380,8 +402,9 @@ def _solve(iterations, inv_h2, bend_compliance, held):
             for p in prange(x.shape[0]):
                 if inv_mass[p] == 0.0:
                     continue
-                for t in range(tether_offsets[p], tether_offsets[p + 1]):
-                    a = tether_anchor[t]
+                for tt in range(tether_offsets[p], tether_offsets[p + 1]):
+                    t = np.uint64(tt)
+                    a = np.uint64(tether_anchor[t])
                     dx = x[p, 0] - x[a, 0]
                     dy = x[p, 1] - x[a, 1]
                     dz = x[p, 2] - x[a, 2]
@@ -393,13 +416,13 @@ def _solve(iterations, inv_h2, bend_compliance, held):
                         x[p, 2] = x[a, 2] + dz * s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _solve_serial(iterations, inv_h2, bend_compliance, held):
     """``_solve`` on the calling thread."""
     _solve(iterations, inv_h2, bend_compliance, held)
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, error_model="numpy")
 def _solve_parallel(iterations, inv_h2, bend_compliance, held):
     """``_solve`` with each colour's links, bend quads and the tethers split over the threads (the same
     result, bit for bit: a colour's constraints share no particle)."""
