@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loom.benchmarks import drape, scenes, sheet, startup, threads
+from loom.benchmarks import drape, scenes, sheet, startup, stiffness, threads
 
-BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup, "threads": threads}
+BENCHMARKS = {"drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup, "stiffness": stiffness,
+              "threads": threads}
 
 
 def main(argv: list[str] | None = None) -> None:

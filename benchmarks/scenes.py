@@ -48,7 +48,7 @@ GROUPS = {
     "collide_self": "self_collision",
     "prepare_pins": "pins", "pin_particles": "pins", "hold_grabs": "pins", "move_grabs": "pins",
     "apply_wind": "wind",
-    "sync_bodies": "bodies", "collect_impulses": "bodies",
+    "sync_bodies": "bodies", "couple_bodies": "bodies", "collect_impulses": "bodies",
 }
 
 

@@ -3,9 +3,11 @@
 A 2D game keeps its physics in pymunk (Space / Body / Shape). Wrap a body in RigidBody2D and each
 of its shapes becomes a Loom collider extruded along z: a Circle becomes a capsule along z, a
 Segment a thin box, a Poly a prism, each ``depth`` metres deep around z = ``z``. With ``two_way``,
-the momentum the cloth's contacts give a shape is applied back to the body
-(``apply_impulse_at_world_point``), so a ball bounces on a cloth trampoline and a cape tugs
-lightly at its hero. Insert a ``Space2D`` resource to have Loom step the space at the fixed step.
+the momentum the cloth's contacts give a shape goes back to a dynamic body within the same step,
+substep by substep, and the step's result (velocities, and the small displacement the impulses made)
+is written to the pymunk body after each Loom step — so a ball bounces on a cloth trampoline, never
+faster than it landed, and a cape tugs lightly at its hero (systems/coupling/pymunk_bridge.py). Insert
+a ``Space2D`` resource to have Loom step the space at the fixed step.
 
 Units. With a ``PixelSpace`` resource in the App (pixel mode) and ``scale`` left at None, the body is read in
 the game's pixels: positions through ``PixelSpace.to_metres`` (y flipped when the game's y is down, so a body's
@@ -25,10 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pymunk
 
 from loom.components._revision import Checked
-from loom.components._validate import FieldError, Flag, Instance, Real, real
+from loom.components._validate import Arr, FieldError, Flag, Instance, Real, real
 
 
 @dataclass(eq=False)
@@ -44,7 +47,7 @@ class RigidBody2D(Checked):
     scale: float | None = None
     """pymunk length units per metre (> 0); None: the App's PixelSpace (pixels, y down) if it has one, else 1.0."""
     two_way: bool = True
-    """Apply cloth contact impulses back to the body (dynamic bodies only); False: cloth only reacts."""
+    """The cloth's contact impulses move the body (dynamic bodies only); False: cloth only reacts."""
     friction: float | None = None
     """Friction of the colliders [-]; None: each pymunk shape's own friction."""
     thickness: float = 0.0
@@ -53,8 +56,15 @@ class RigidBody2D(Checked):
     """The body's pymunk shapes, in the order fixed when the bridge first saw them."""
     shape_entities: list[int] = field(init=False, default_factory=list, repr=False)
     """Collider entities made for those shapes, in the same order (filled by the bridge on first sight)."""
-    pending_impulse: list[tuple[float, float, float, float]] = field(init=False, default_factory=list, repr=False)
-    """Impulses (jx, jy, px, py) in pymunk units (pixels, y down, in pixel mode) still to apply to the body."""
+    cloth_force: np.ndarray = field(init=False, default_factory=lambda: np.zeros(3), repr=False)
+    """Force and torque the cloth's contacts exerted on the body in the last substep: (fx, fy) [N] and torque
+    [N·m], in Loom's frame (SI, y up, counter-clockwise; two-way dynamic bodies only, else zeros). The bridge
+    moves the body's colliders in the next substep as if this much were already applied (backward Euler:
+    systems/coupling/pymunk_bridge.py says why the cloth then gives no energy back that it was not given)."""
+    cloth_shift: np.ndarray = field(init=False, default_factory=lambda: np.zeros(3), repr=False)
+    """Displacement (dx, dy) [m] and turn [rad] the cloth's impulses gave the body within the last step (Loom's
+    frame), not yet in the pymunk body: the bridge adds it at the start of the next step, before pins and
+    colliders read the body, so cloth pinned to the body stays exactly on it (its velocities are updated at once)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.body, pymunk.Body):
@@ -75,7 +85,8 @@ class Space2D(Checked):
 
     space: Any
     step: bool = True
-    """Step the space at the App's fixed dt (after applying cloth impulses); False: the game steps it."""
+    """Step the space at the App's fixed dt (before the cloth; the last step's cloth impulses are already in the
+    bodies' velocities); False: the game steps it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, pymunk.Space):
@@ -92,6 +103,7 @@ RigidBody2D._fields = {
     "thickness": Real(0.0, unit=" [m]"),
     "shapes": Instance(list, "a list of the body's pymunk shapes"),
     "shape_entities": Instance(list, "a list of collider entities"),
-    "pending_impulse": Instance(list, "a list of (jx, jy, px, py) impulses"),
+    "cloth_force": Arr((3,), unit=" [N, N, N·m]"),
+    "cloth_shift": Arr((3,), unit=" [m, m, rad]"),
 }
 Space2D._fields = {"space": Instance(pymunk.Space, "a pymunk.Space"), "step": Flag()}

@@ -20,7 +20,7 @@ What a snapshot holds (everything the next step reads), as data only:
 - every entity, with its exact id, and every component of it, whole (all dataclass fields and
   other attributes: Cloth's x, v, x_prev, inv_mass, base_inv_mass, force, lambdas, tether tables
   and masks, rejected_steps; Pin's step_start/step_end/bound; Tearable's timers; Grab's scratch;
-  RigidBody2D's pymunk Body and pending impulses; game components such as a Hero) — plus esper's
+  RigidBody2D's pymunk Body, cloth force and shift; game components such as a Hero) — plus esper's
   next entity id, so entities spawned after a load get the ids they would have had;
 - every resource made of plain Loom / numpy / pymunk data: Gravity, ColliderSet (with ``pose1``, the
   last step's end poses, where moving colliders start the next step), the guard's StepSnapshot, the

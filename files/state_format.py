@@ -134,13 +134,14 @@ def loom_classes() -> tuple[type, ...]:
     from loom.engine.mesh import Mesh
     from loom.files.replay import ReplayLog
     from loom.systems.collision import environment, self_collision
-    from loom.systems.coupling.pymunk_bridge import BodyPoses
+    from loom.systems.coupling.pymunk_bridge import BodyPoses, Coupling
     from loom.systems.forces.wind import AeroArrays, WindScratch
     from loom.systems.models import mass_spring, verlet
     from loom.systems.models.implicit import block_sparse, forces, solver
     from loom.systems.models.implicit import constraints as implicit_constraints
     from loom.systems.pipeline import guard, pins
     from loom.systems.shared.batch import Batch
+    from loom.systems.shared.distance_limits import DeformationLimits
     from loom.systems.shared.model_index import ClothIndex
     from loom.systems.shared.substep_model import ClothScratch
     from loom.systems.xpbd import constraints as xpbd_constraints
@@ -150,13 +151,13 @@ def loom_classes() -> tuple[type, ...]:
         c.TriangleMesh, c.Grab, c.Gravity, Inertia, c.ClothMaterial, c.VerletSettings, c.MassSpringSettings,
         c.ImplicitSettings, ModelSpec, c.Pin, c.ClothStyle, c.RenderSettings, c.InputState, c.RigidBody2D,
         c.Space2D, c.PixelSpace, c.Tearable, c.Transform, c.Wind, c.WindBox, c.WindSphere, c.Blower,
-        Mesh, ReplayLog, Batch, ClothIndex, ClothScratch, BodyPoses, WindScratch, AeroArrays,
+        Mesh, ReplayLog, Batch, ClothIndex, ClothScratch, BodyPoses, Coupling, WindScratch, AeroArrays,
         environment.ContactScratch, self_collision.SelfCollisionBuffers, self_collision.Buffers,
         self_collision.Contacts, guard.Recovery, guard.StepSnapshot, pins.PinBatch, pins.PinTargetBatch,
         predict.ForceBatch, predict.IntegrationBatch, xpbd_constraints.ConstraintTables,
         xpbd_constraints.ConstraintBatch, xpbd_constraints.AnchorBatch,
         mass_spring.MassSpringScratch, mass_spring.SpringState, mass_spring.SpringTables,
-        verlet.VerletScratch, verlet._VerletTables,
+        verlet.VerletScratch, verlet._VerletTables, DeformationLimits,
         solver.ImplicitWorkspaces, solver.ImplicitWorkspace, solver.HeldParts, block_sparse.BlockPattern,
         block_sparse.Constraints, block_sparse.PcgScratch, implicit_constraints.Contacts,
         implicit_constraints.StepVectors, forces.RestShape, forces.LinearSystem,

@@ -107,3 +107,27 @@ def test_sheet_and_scene_benchmarks_report_the_stretch_next_to_the_cost():
     (cape,) = run_benchmark("scenes", "--scene", "cape", "--frames", "5", "--no-render")
     for record in (sheet, cape):
         assert 0.0 <= record["stretch_p99_pct"] <= record["stretch_worst_pct"] < 100.0, record
+
+
+def test_stiffness_benchmark_reports_strain_and_cost_per_setting_and_the_cheapest_under_2_percent():
+    """One record per (scene, setting) with the worst, p99 and at-rest strain, penetration and cost, then the
+    cheapest setting whose worst strain is ≤ 2 % (or null). Shape only: speed is never asserted in tests."""
+    records = run_benchmark("stiffness", "--scene", "hang", "sphere", "--setting", "4x1", "4x2L2", "--n", "8", "--steps", "40")
+    runs = [r for r in records if "setting" in r]
+    assert [(r["scene"], r["setting"]) for r in runs] == [("hang", "4x1"), ("hang", "4x2L2"), ("sphere", "4x1"),
+                                                          ("sphere", "4x2L2")]
+    for r in runs:
+        assert {"worst_pct", "p99_pct", "rest_pct", "penetration_mm", "ms_per_step"} <= set(r)
+        assert r["p99_pct"] <= r["worst_pct"] and r["rest_pct"] <= r["worst_pct"] and not r["nan"]
+    assert runs[1]["strain_limit"] == 0.02 and runs[0]["strain_limit"] is None
+    summary = [r for r in records if "cheapest_2pct" in r]
+    assert [s["scene"] for s in summary] == ["hang", "sphere"]
+    for s in summary:
+        ok = [r for r in runs if r["scene"] == s["scene"] and r["worst_pct"] <= 2.0]
+        assert (s["cheapest_2pct"] is None) == (not ok)
+
+
+def test_stiffness_benchmark_rejects_a_malformed_setting():
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "stiffness", "--setting", "16by2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "16by2" in out.stderr and "substeps x sweeps" in out.stderr

@@ -98,10 +98,11 @@ def test_app_step_per_tick_keeps_pymunk_and_loom_in_lockstep_at_any_frame_rate(m
     assert jumped and game.hero.position.x > 0.9 * RUN * game.ticks * TICK
     assert game.ticks >= 170                                  # ~3 s of game time at every frame rate
     # the cape's pinned particle is on the hero's attach point after every tick (bit-close), and it
-    # moves the hero's distance each tick: no frame-rate pattern in what the cloth sees
+    # moves the hero's distance each tick: no frame-rate pattern in what the cloth sees (a pattern moves it
+    # 0 or 3 ticks' worth; the cape's contacts push the hero by micrometres within a tick, two-way)
     assert max(gaps) < 1e-9, f"{fps} fps: pinned particle off the hero by {max(gaps):.2e} m"
     moves = np.array(moves[1:])
-    assert np.allclose(moves, RUN / SCALE * TICK, rtol=1e-6), f"{fps} fps: pin moves {moves.min()}…{moves.max()} m"
+    assert np.allclose(moves, RUN / SCALE * TICK, rtol=1e-3), f"{fps} fps: pin moves {moves.min()}…{moves.max()} m"
 
 
 def test_app_update_per_frame_at_20_fps_leaves_the_cape_behind_then_jerks_it(make_app):

@@ -27,7 +27,10 @@ TICK = 1.0 / 60.0
 SCALE = 100.0                       # px per metre
 HERO = (40.0, 80.0)                 # hero box [px]
 DEPTH = 0.4                         # hero's extent along z [m]
-FLOOR = 5.0                         # floor segment radius [px]: its top at y = 0.05 m
+FLOOR = 10.0                        # floor segment radius [px]: its top at y = 0.1 m. Not 5: pymunk lets the
+                                    # 70 kg hero sink 7.5 cm into the floor on landing, past a 10 cm floor's
+                                    # midline, where its surface normal flips and the cape under his feet is
+                                    # pushed through (chance: ±0.1 mm of start height failed 7 runs in 60)
 INSIDE = 1e-3                       # [m] deeper than this inside the hero counts as inside
 LEVEL_DEPTH = 3.0                   # the floor's extent along z [m]: wide enough that no cape slides off it
 
@@ -129,8 +132,8 @@ def test_no_cape_particle_stays_inside_the_hero_for_more_than_two_frames(name, h
     finally:
         scene.app.close()
     assert result["longest"] <= 2, f"{name}: {result}"
-    # the cape stays on the floor: nothing squeezed through it (its top at 0.05 m, bottom at −0.05 m)
-    assert result["lowest"] > 0.03, f"{name}: {result}"
+    # the cape stays on the floor: nothing squeezed through it (its top at 0.1 m, bottom at −0.1 m)
+    assert result["lowest"] > FLOOR / SCALE - 0.02, f"{name}: {result}"
     # pushed out without tearing across the feet (the landing from 0.6 m alone stretches it ~70 % for a frame)
     assert result["worst"] < 150.0 and result["p99"] < 15.0, f"{name}: {result}"
 
@@ -149,7 +152,7 @@ def test_the_landing_actually_lands_on_the_cape():
             under.append(int(feet.sum()))
         assert scene.hero.position.y < FLOOR + HERO[1] / 2 + 1.0            # landed
         assert max(under) >= 5, under
-        assert float(scene.cloth.x[:, 1].min()) < 0.08                        # cape on the floor
+        assert float(scene.cloth.x[:, 1].min()) < FLOOR / SCALE + 0.03        # cape on the floor (its top + 3 cm)
     finally:
         scene.app.close()
 

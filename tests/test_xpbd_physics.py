@@ -218,8 +218,9 @@ def test_provot_strain_limit_caps_a_stretchy_cloth(make_app, pinned_sheet):
         app.step(120)
         stretch[limit] = float(cloth.strain(STRETCH).max())
     assert stretch[None] > 0.2, f"without the limit the rubber sheet should stretch far, got {stretch[None]:.2%}"
-    # Gauss–Seidel passes converge linearly; STRAIN_LIMIT_MAX_PASSES = 20 leaves 10.26 % here.
-    assert stretch[0.1] <= 0.1 * 1.05, f"with a 10 % limit, max strain {stretch[0.1]:.4%}, want <= 10.5 %"
+    # The limit's corrections run until no link is over (distance_limits.limit_lengths); 20 fixed passes
+    # left 10.26 % here. 1e-9 allows for Cloth.strain's rounding (tests/test_provot_limit.py).
+    assert stretch[0.1] <= 0.1 + 1e-9, f"with a 10 % limit, max strain {stretch[0.1]:.12%}"
 
 
 def test_dihedral_angle_is_signed_and_zero_when_flat():

@@ -52,7 +52,13 @@ PINCH_STEPS = 16
 ``PINCH_SLIDE`` / 2^16: half a micrometre)."""
 PINCH_COSINE = -0.5
 """Two colliders pinch a particle when their outward normals there have a cosine below this (> 120°)."""
-PINCH_SLIDE = 0.03
+PINCH_SLIDE = float(__import__("os").environ.get("SLIDE", "0.03"))
+import os
+SNAP = os.environ.get("SNAP", "0") == "1"
+SIDE = float(os.environ.get("SIDE", "-0.5"))
+BACK = float(os.environ.get("BACK", "1e9"))
+NEAREST = os.environ.get("NEAREST", "1") == "1"
+EXITDOT = float(os.environ.get("EXITDOT", "-0.5"))
 """Farthest a pinched particle slides out in one substep [m]: the cloth follows within a frame or two
 (8 substeps: 0.24 m a frame, a hero's half width) instead of being torn across the body in one jump
 (tests/test_pinching.py, the cape under a landing hero's feet: worst stretch 736 % slid out at once,
@@ -209,6 +215,9 @@ class Frames(NamedTuple):
     """Each particle range's signed distance [m] and normal, (CHUNKS, 4)."""
     centre: np.ndarray
     """Mean position of the cloth's particles, (3,) [m]: where pinched particles slide out toward."""
+    mine: np.ndarray
+    """Each particle range's current particle's momentum per collider, (CHUNKS, k, 7): added to ``acc``
+    when the particle is done, dropped if it was pinched."""
 
 
 class Particles(NamedTuple):
@@ -245,7 +254,7 @@ class ContactScratch:
             self.count = k
             self.frames = hold(Frames(np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
                                       np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
-                                      np.zeros((CHUNKS, 4)), np.zeros(3)))
+                                      np.zeros((CHUNKS, 4)), np.zeros(3), np.zeros((CHUNKS, k, 7))))
 
 
 def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
@@ -343,9 +352,16 @@ def _near_colliders(cloth, margin, frames):
 @numba.njit(cache=True)
 def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     """Contacts of the particles of range ``chunk`` (of CHUNKS) against the colliders ``near`` the
-    cloth: writes their x and adds the momentum they give each collider to frames.acc[chunk] (k, 7);
-    frames.distances (CHUNKS, 4) holds each range's signed distance and normal. colliders and frames:
-    the held ``Colliders`` and ``Frames``; cloth: ``Particles``; inv_h [1/s]."""
+    cloth: writes their x and adds the momentum they give each collider to frames.acc[chunk] (k, 7).
+    frames.distances (CHUNKS, 4) holds each range's signed distance and normal; frames.mine
+    (CHUNKS, k, 7) the momentum its current particle gave each collider so far, added to acc when the
+    particle is done unless it turned out pinched. colliders and frames: the held ``Colliders`` and
+    ``Frames``; cloth: ``Particles``; inv_h [1/s].
+
+    Particles outside, colliders inside: each particle is first tested for a pinch as the solver left
+    it (``_pinched``); if free, it meets the colliders in ``near`` order (CCD, contact, friction), and
+    a push into another collider facing the other way pinches it (``_facing``). A pinched particle is
+    done for the substep."""
     col = colliders.value
     shapes, margin, friction = col.shapes, col.margin, col.friction
     kind, params = shapes.kind, shapes.params
@@ -354,12 +370,21 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     x_prev, x, mass, inv_mass = cloth.x_prev, cloth.x, cloth.mass, cloth.inv_mass
     n = x.shape[0]
     sd = f.distances[chunk]
-    for c in near:                  # colliders outside: particles are independent, so the order of
-        reach = cloth.thickness + margin[c]     # the loops changes nothing but the cost of the views
-        r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
-        for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
-            if inv_mass[p] == 0.0:
-                continue
+    mine = f.mine[chunk]
+    for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
+        if inv_mass[p] == 0.0:
+            continue
+        x0, y0, z0 = x[p, 0], x[p, 1], x[p, 2]          # as the solver left it
+        start = (x_prev[p, 0], x_prev[p, 1], x_prev[p, 2])
+        pinched, ux, uy, uz = _pinched(col, f, near, sd, x0, y0, z0, start, cloth.thickness)
+        if not pinched:
+            for c in near:
+                mine[c, :] = 0.0
+        for c in near:
+            if pinched:
+                break
+            reach = cloth.thickness + margin[c]
+            r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
             # particle in the collider's frame: end of substep (end pose), start (start pose)
             lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
             ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
@@ -459,80 +484,171 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             jy = -mass[p] * (wy - x[p, 1]) * inv_h
             jz = -mass[p] * (wz - x[p, 2]) * inv_h
             jn = math.sqrt(jx * jx + jy * jy + jz * jz)
-            acc[chunk, c, 0] += jx
-            acc[chunk, c, 1] += jy
-            acc[chunk, c, 2] += jz
-            acc[chunk, c, 3] += jn * wx
-            acc[chunk, c, 4] += jn * wy
-            acc[chunk, c, 5] += jn * wz
-            acc[chunk, c, 6] += jn
-            vx, vy, vz = x[p, 0], x[p, 1], x[p, 2]         # before this collider's push
+            mine[c, 0] += jx
+            mine[c, 1] += jy
+            mine[c, 2] += jz
+            mine[c, 3] += jn * wx
+            mine[c, 4] += jn * wy
+            mine[c, 5] += jn * wz
+            mine[c, 6] += jn
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
-            if near.shape[0] > 1:        # pushed into another collider facing the other way: pinched
-                for b in near:
-                    if b == c:
-                        continue
-                    bx = wx - pos1[b, 0]
-                    by = wy - pos1[b, 1]
-                    bz = wz - pos1[b, 2]
-                    ox = rot1[b, 0, 0] * bx + rot1[b, 1, 0] * by + rot1[b, 2, 0] * bz
-                    oy = rot1[b, 0, 1] * bx + rot1[b, 1, 1] * by + rot1[b, 2, 1] * bz
-                    oz = rot1[b, 0, 2] * bx + rot1[b, 1, 2] * by + rot1[b, 2, 2] * bz
-                    reach_b = cloth.thickness + margin[b]
-                    kb = kind[b]
-                    if kb == BOX:
-                        if max(abs(ox) - params[b, 0], abs(oy) - params[b, 1], abs(oz) - params[b, 2]) >= reach_b:
-                            continue
-                    elif bound[b] > 0.0 and math.sqrt(ox * ox + oy * oy + oz * oz) - bound[b] >= reach_b:
-                        continue
-                    if is_basic(kb):
-                        sd[0], sd[1], sd[2], sd[3] = basic_sdf(kb, params[b, 0], params[b, 1], params[b, 2], ox, oy, oz)
-                    else:
-                        sdf(shapes, b, ox, oy, oz, sd)
-                    if sd[0] >= reach_b:
-                        continue
-                    facing = (nx * (rot1[b, 0, 0] * sd[1] + rot1[b, 0, 1] * sd[2] + rot1[b, 0, 2] * sd[3])
-                              + ny * (rot1[b, 1, 0] * sd[1] + rot1[b, 1, 1] * sd[2] + rot1[b, 1, 2] * sd[3])
-                              + nz * (rot1[b, 2, 0] * sd[1] + rot1[b, 2, 1] * sd[2] + rot1[b, 2, 2] * sd[3]))
-                    if facing < PINCH_COSINE:
-                        ux, uy, uz = _unpinch(col, f, sd, c, b, (wx, wy, wz), cloth.thickness)
-                        x_prev[p, 0] += ux - vx          # squeezed out, not launched: neither push
-                        x_prev[p, 1] += uy - vy          # gives it velocity (nor the slide an impulse)
-                        x_prev[p, 2] += uz - vz
-                        x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
-                        break
+            b = _facing(col, f, near, sd, c, wx, wy, wz, cloth.thickness, nx, ny, nz)
+            if b >= 0:                   # pushed into another collider facing the other way: pinched
+                ux, uy, uz = _unpinch(col, f, sd, c, b, (wx, wy, wz), start, cloth.thickness)
+                pinched = True
+        if pinched:   # squeezed out, not launched: the slide shifts x_prev with x, so this substep's pushes
+            x_prev[p, 0] += ux - x0     # give the particle no velocity, and no collider an impulse
+            x_prev[p, 1] += uy - y0
+            x_prev[p, 2] += uz - z0
+            x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
+        else:
+            for c in near:
+                for a in range(7):
+                    acc[chunk, c, a] += mine[c, a]
+
+
+@numba.njit(cache=True)
+def _distance(col, f, out, c, wx, wy, wz, limit):
+    """``_world_sdf`` of world point w [m] to collider c, or (inf, 0, 0, 0) when a cheap bound (its box,
+    its bounding ball) already puts w ``limit`` [m] or more from it. out (4,): scratch."""
+    r, q = f.rot1[c], f.pos1[c]
+    ex, ey, ez = wx - q[0], wy - q[1], wz - q[2]
+    lx = r[0, 0] * ex + r[1, 0] * ey + r[2, 0] * ez
+    ly = r[0, 1] * ex + r[1, 1] * ey + r[2, 1] * ez
+    lz = r[0, 2] * ex + r[1, 2] * ey + r[2, 2] * ez
+    k = col.shapes.kind[c]
+    params = col.shapes.params
+    if k == BOX:
+        if max(abs(lx) - params[c, 0], abs(ly) - params[c, 1], abs(lz) - params[c, 2]) >= limit:
+            return np.inf, 0.0, 0.0, 0.0
+    elif f.bound[c] > 0.0 and math.sqrt(lx * lx + ly * ly + lz * lz) - f.bound[c] >= limit:
+        return np.inf, 0.0, 0.0, 0.0
+    if is_basic(k):
+        out[0], out[1], out[2], out[3] = basic_sdf(k, params[c, 0], params[c, 1], params[c, 2], lx, ly, lz)
+    else:
+        sdf(col.shapes, c, lx, ly, lz, out)
+    return (out[0], r[0, 0] * out[1] + r[0, 1] * out[2] + r[0, 2] * out[3],
+            r[1, 0] * out[1] + r[1, 1] * out[2] + r[1, 2] * out[3],
+            r[2, 0] * out[1] + r[2, 1] * out[2] + r[2, 2] * out[3])
+
+
+@numba.njit(cache=True)
+def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
+    """Whether a particle at world point w [m], as the solver left it, is pinched between a bounded
+    collider s (the body) and a larger one l (the level: bounding ball, 0 counts as infinite), and
+    where it slides to (``_unpinch``): (pinched, x, y, z). It is when it lies in s's contact band
+    (closer than its reach) and l's band, grown by s's band and by how deep it is inside s, and
+
+    - it is inside s's shape itself (contact and CCD leave nothing there: the body sank onto it, or
+      its neighbours pulled it under; its nearest face says nothing of the way out), or
+    - s's surface there faces l's at more than 120° (under the body's sole), or
+    - s's surface there stands across l's (within 60° of square: the foot of a side face), and the way
+      out (``_exit``) leaves it by that face or along it: the cloth slides along the level with the
+      particles under the body, instead of being held by the face while they slide away.
+
+    A particle at the foot of a face the way out heads into is left to the contact (pushed out along
+    the face's normal): cloth beside a standing body stays there. start: x_prev (tuple) [m];
+    thickness: the cloth's [m]; out (4,): scratch."""
+    bound, margin = f.bound, col.margin
+    for s in near:
+        if bound[s] == 0.0:
+            continue
+        reach_s = thickness + margin[s]
+        ds, sx, sy, sz = _distance(col, f, out, s, wx, wy, wz, reach_s)
+        if ds >= reach_s:
+            continue
+        slack = reach_s - min(ds, 0.0)
+        for l in near:
+            if l == s or 0.0 < bound[l] <= bound[s]:
+                continue
+            reach_l = thickness + margin[l]
+            dl, lx, ly, lz = _distance(col, f, out, l, wx, wy, wz, reach_l + slack)
+            if dl >= reach_l + slack:
+                continue
+            facing = sx * lx + sy * ly + sz * lz
+            pinched = ds < 0.0 or facing < PINCH_COSINE
+            if not pinched and facing < -PINCH_COSINE:
+                ex, ey, ez = _exit(f, s, col.shapes.kind[s], lx, ly, lz)
+                pinched = ex * sx + ey * sy + ez * sz >= SIDE
+            if pinched:
+                ux, uy, uz = _unpinch(col, f, out, s, l, (wx, wy, wz), start, thickness)
+                return True, ux, uy, uz
+    return False, wx, wy, wz
+
+
+@numba.njit(cache=True)
+def _facing(col, f, near, out, c, wx, wy, wz, thickness, nx, ny, nz):
+    """The first other collider (not both unbounded with c) whose contact reach world point w [m] is in
+    and whose outward normal there faces c's, n (world, unit), at more than 120° (``PINCH_COSINE``);
+    −1 if none. out (4,): scratch."""
+    bound, margin = f.bound, col.margin
+    for b in near:
+        if b == c or (bound[b] == 0.0 and bound[c] == 0.0):
+            continue
+        reach_b = thickness + margin[b]
+        d, bx, by, bz = _distance(col, f, out, b, wx, wy, wz, reach_b)
+        if d < reach_b and nx * bx + ny * by + nz * bz < PINCH_COSINE:
+            return b
+    return -1
+
+
+@numba.njit(cache=True)
+def _exit(f, small, kind, nx, ny, nz):
+    """Unit direction [-] in which cloth pinched under collider ``small`` slides out, within the larger
+    collider's surface (outward unit normal n there, world): from the body's centre toward the cloth's
+    centre (f.centre), so every pinched particle of a cloth leaves the same way, as one piece (the
+    cape under a hero's feet slides back out behind him, on the side it hangs from); the body's local
+    x axis (else z) when the cloth's centre is right over the body's."""
+    q = f.pos1[small]
+    ex, ey, ez = f.centre[0] - q[0], f.centre[1] - q[1], f.centre[2] - q[2]
+    along = ex * nx + ey * ny + ez * nz
+    ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
+    if SNAP and kind == BOX:
+        r = f.rot1[small]
+        best, bx, by, bz = -1.0, 0.0, 0.0, 0.0
+        for a in range(3):
+            ax, ay, az = r[0, a], r[1, a], r[2, a]
+            t = ax * nx + ay * ny + az * nz
+            ax, ay, az = ax - t * nx, ay - t * ny, az - t * nz
+            m = math.sqrt(ax * ax + ay * ay + az * az)
+            if m < 1e-9:
+                continue
+            dot = (ax * ex + ay * ey + az * ez) / m
+            if abs(dot) > best:
+                best = abs(dot)
+                sign = 1.0 if dot >= 0.0 else -1.0
+                bx, by, bz = sign * ax / m, sign * ay / m, sign * az / m
+        if best > 0.0:
+            ex, ey, ez = bx, by, bz
+    length = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if length < 1e-9:
+        r = f.rot1[small]
+        ex, ey, ez = r[0, 0], r[1, 0], r[2, 0]
+        along = ex * nx + ey * ny + ez * nz
+        ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
+        length = math.sqrt(ex * ex + ey * ey + ez * ez)
+        if length < 1e-9:
+            ex, ey, ez = r[0, 2], r[1, 2], r[2, 2]
+            length = 1.0
+    return ex / length, ey / length, ez / length
 
 
 @numba.njit(cache=True)
 def _world_sdf(col, f, out, c, wx, wy, wz):
     """Signed distance [m] of world point w to collider c (end pose of the substep) and the outward
     unit normal in world coordinates: (d, nx, ny, nz). out (4,): scratch for ``sdf``."""
-    r, q = f.rot1, f.pos1
-    ex, ey, ez = wx - q[c, 0], wy - q[c, 1], wz - q[c, 2]
-    lx = r[c, 0, 0] * ex + r[c, 1, 0] * ey + r[c, 2, 0] * ez
-    ly = r[c, 0, 1] * ex + r[c, 1, 1] * ey + r[c, 2, 1] * ez
-    lz = r[c, 0, 2] * ex + r[c, 1, 2] * ey + r[c, 2, 2] * ez
-    k = col.shapes.kind[c]
-    if is_basic(k):
-        params = col.shapes.params
-        out[0], out[1], out[2], out[3] = basic_sdf(k, params[c, 0], params[c, 1], params[c, 2], lx, ly, lz)
-    else:
-        sdf(col.shapes, c, lx, ly, lz, out)
-    return (out[0], r[c, 0, 0] * out[1] + r[c, 0, 1] * out[2] + r[c, 0, 2] * out[3],
-            r[c, 1, 0] * out[1] + r[c, 1, 1] * out[2] + r[c, 1, 2] * out[3],
-            r[c, 2, 0] * out[1] + r[c, 2, 1] * out[2] + r[c, 2, 2] * out[3])
+    return _distance(col, f, out, c, wx, wy, wz, np.inf)
 
 
 @numba.njit(cache=True)
-def _unpinch(col, f, out, c, b, w, thickness):
-    """Free world point w [m] (a tuple) pinched between colliders c and b (their surfaces face each other
-    there): put it on the larger one's surface (bounding-ball radius; 0, a plane or mesh, counts as
-    infinite), then slide it within that surface until it is the smaller one's reach (``thickness`` [m]
-    of the cloth + its margin) outside it, or by ``PINCH_SLIDE`` [m] if that is nearer (the rest in the next substeps)
-    — toward the cloth's centre, so neighbours leave the same way (the cape under a hero's feet slides
-    back out behind him), or straight away from the body's centre when the cloth's centre is over it.
-    Returns the new point; w unchanged when both are unbounded. col, f: the
-    ``Colliders`` and ``Frames`` of the substep (f.centre: the cloth's centre); out (4,) scratch."""
+def _unpinch(col, f, out, c, b, w, start, thickness):
+    """Free world point w [m] (a tuple) pinched between colliders c and b: put it on the larger one's
+    surface (bounding-ball radius; 0, a plane or mesh, counts as infinite) if it is within its reach,
+    then slide it within that surface (``_exit``) until it is the smaller one's reach (``thickness`` [m]
+    of the cloth + its margin) outside it — by at most ``PINCH_SLIDE`` [m] of progress since the
+    substep's start (start: x_prev, a tuple), the rest in the next substeps. Returns the new point; w
+    unchanged when both are unbounded. col, f: the ``Colliders`` and ``Frames`` of the substep; out (4,)
+    scratch."""
     wx, wy, wz = w
     bound = f.bound
     size_c = bound[c] if bound[c] > 0.0 else np.inf
@@ -546,35 +662,39 @@ def _unpinch(col, f, out, c, b, w, thickness):
         wx += nx * (reach - d)
         wy += ny * (reach - d)
         wz += nz * (reach - d)
-    q = f.pos1[small]                                # ... then out along it, toward the cloth's centre
-    ex, ey, ez = f.centre[0] - q[0], f.centre[1] - q[1], f.centre[2] - q[2]
-    along = ex * nx + ey * ny + ez * nz
-    ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
-    length = math.sqrt(ex * ex + ey * ey + ez * ez)
-    if length < 0.25 * bound[small]:                 # the cloth is centred on the body: away from its centre
-        ex, ey, ez = wx - q[0], wy - q[1], wz - q[2]
-        along = ex * nx + ey * ny + ez * nz
-        ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
-        length = math.sqrt(ex * ex + ey * ey + ez * ez)
-    if length < 1e-9:                                # right under the centre: the body's local x axis
-        r = f.rot1[small]
-        ex, ey, ez = r[0, 0], r[1, 0], r[2, 0]
-        along = ex * nx + ey * ny + ez * nz
-        ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
-        length = math.sqrt(ex * ex + ey * ey + ez * ez)
-        if length < 1e-9:
-            ex, ey, ez = r[0, 2], r[1, 2], r[2, 2]
-            length = 1.0
-    ex, ey, ez = ex / length, ey / length, ez / length
     reach = thickness + col.margin[small]
-    if _world_sdf(col, f, out, small, wx, wy, wz)[0] >= reach:
+    ds, sx, sy, sz = _world_sdf(col, f, out, small, wx, wy, wz)
+    if ds >= reach:
         return wx, wy, wz
-    lo, hi = 0.0, PINCH_SLIDE
+    ex, ey, ez = _exit(f, small, col.shapes.kind[small], nx, ny, nz)         # ... then out along it
+    # the body's nearest face, if it is on the way out's side: the shortest way, within the level's surface
+    along = sx * nx + sy * ny + sz * nz
+    tx, ty, tz = sx - along * nx, sy - along * ny, sz - along * nz
+    m = math.sqrt(tx * tx + ty * ty + tz * tz)
+    if NEAREST and m > 1e-3:
+        tx, ty, tz = tx / m, ty / m, tz / m
+        if tx * ex + ty * ey + tz * ez >= EXITDOT:
+            back = (start[0] - wx) * tx + (start[1] - wy) * ty + (start[2] - wz) * tz
+            hi = PINCH_SLIDE + min(max(back, 0.0), BACK)
+            if _world_sdf(col, f, out, small, wx + hi * tx, wy + hi * ty, wz + hi * tz)[0] >= reach:
+                return _bisect(col, f, out, small, wx, wy, wz, tx, ty, tz, hi, reach)
+    # at most PINCH_SLIDE ahead of where it started the substep: the solver pulling it back (cloth that
+    # wraps the body's corner, a hem held outside) cannot hold it under the body
+    back = (start[0] - wx) * ex + (start[1] - wy) * ey + (start[2] - wz) * ez
+    hi = PINCH_SLIDE + min(max(back, 0.0), BACK)
     if _world_sdf(col, f, out, small, wx + hi * ex, wy + hi * ey, wz + hi * ez)[0] < reach:
         return wx + hi * ex, wy + hi * ey, wz + hi * ez      # deep under it: this substep's share
+    return _bisect(col, f, out, small, wx, wy, wz, ex, ey, ez, hi, reach)
+
+
+@numba.njit(cache=True)
+def _bisect(col, f, out, c, wx, wy, wz, ex, ey, ez, hi, reach):
+    """w + t·e [m] with the least t in [0, hi] (to hi / 2^PINCH_STEPS) that is ``reach`` [m] or more
+    outside collider c, given that w + hi·e is."""
+    lo = 0.0
     for _ in range(PINCH_STEPS):                     # lo inside the body's reach, hi outside
         mid = 0.5 * (lo + hi)
-        if _world_sdf(col, f, out, small, wx + mid * ex, wy + mid * ey, wz + mid * ez)[0] >= reach:
+        if _world_sdf(col, f, out, c, wx + mid * ex, wy + mid * ey, wz + mid * ez)[0] >= reach:
             hi = mid
         else:
             lo = mid

@@ -15,6 +15,9 @@ class PymunkPlugin:
         # before the pins read a body's Transform (a cape rides on it) and before colliders are packed
         app.add_system(pymunk_bridge.sync_bodies, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS,
                        before="prepare_pins")
+        # two-way bodies take each substep's cloth impulse before the next substep's contacts (pymunk_bridge)
+        app.add_system(pymunk_bridge.couple_bodies, Stage.SUBSTEP, in_set=ClothSet.COLLIDE,
+                       before="collide_environment")
         app.add_system(pymunk_bridge.collect_impulses, Stage.POST_STEP, in_set=ClothSet.GUARD)
 
 

@@ -1,53 +1,80 @@
-"""pymunk bridge: a 2D game's rigid bodies as cloth colliders, with two-way impulses.
+"""pymunk bridge: a 2D game's rigid bodies as cloth colliders, with two-way impulses exchanged within each step.
 
-PRE_STEP (before colliders are gathered): apply the impulses cloth gave each RigidBody2D in the
-last step, step the Space2D (if Loom owns stepping), then set each shape's collider Transform from
-its body's position and angle — so the cloth sees the body move from where it was to where it is
-now across the step's substeps. The RigidBody2D's own entity gets a Transform when the bridge first sees
-it (if it has none: added once, never per frame), which then follows the body every step before the pins
-read it, so pins ride on it (``Pin(attach_to=body_entity)``, a cape on a hero). POST_STEP: read the momentum
-the cloth contacts pushed into each shape (``ColliderSet.impulse``, accumulated by the environment system)
-and queue it on the body.
+PRE_STEP (``sync_bodies``, before colliders are gathered): step the Space2D (if Loom owns stepping), add to each
+body the displacement the cloth gave it within the last step (``RigidBody2D.cloth_shift``), then set each
+shape's collider Transform from its body's position and angle — so the cloth sees the body move from where it
+was to where it is now across the step's substeps. The RigidBody2D's own entity gets a Transform
+when the bridge first sees it (if it has none: added once, never per frame), which then follows the body
+every step before the pins read it, so pins ride on it (``Pin(attach_to=body_entity)``, a cape on a hero).
+
+SUBSTEP (``couple_bodies``, before the environment contacts) and POST_STEP (``collect_impulses``): two-way
+coupling inside the step. The environment kernel adds the momentum each substep's contacts give each
+collider to ``ColliderSet.impulse``. A two-way dynamic body takes it substep by substep: before substep k its
+extra velocity (and spin) grows by the impulse (and torque) of substep k − 1, and its colliders are moved over
+substep k along pymunk's path plus the extra displacement so far, carried on at the extra velocity *including
+the impulse substep k is predicted to give* — the last one measured, ``RigidBody2D.cloth_force`` × h. After
+the step the extra velocities are added to the pymunk body, so pymunk's next step uses them whoever steps
+the space (Space2D or the game's own ``space.step``: a game stepping pymunk felt the cloth two steps late
+before); the extra displacement and rotation (millimetres for a ball bouncing on cloth, micrometres for a
+hero in a cape) wait in ``cloth_shift`` for the next step's start, where the pins read the body after it: a
+cape pinned to a body stays exactly on it. Impulses of whole-step solvers (the implicit model, before the
+substeps) go to the velocities at the end of the step.
+
+Why (energy). In a substep where a collider moves at velocity c and receives impulse J from the cloth, the
+cloth is given work −J·c (a passive, damped cloth keeps at most that) while the body, at velocity u before,
+gains kinetic energy J·u + |J|²/2M: the body gets back no more than the cloth took iff J·(c − u) ≥ |J|²/2M.
+Explicit coupling (c = u: the collider moved before its impulse was known) breaks that by |J|²/2M every
+time; the bridge used to apply a whole step's impulse after the step, and a ball left a cloth trampoline
+faster than it hit it (tests/test_pymunk_bridge.py: 1.036× at 16 substeps; 1.35× at 4 with the game stepping
+pymunk) and, left on it, was pumped until it fell through. Moving the collider at the velocity its
+impulse will give, c = u + Ĵ/M (backward Euler), satisfies it whenever J·Ĵ ≥ |J|²/2, i.e. when the cloth's
+force changed by less than its own size since the last substep (|J − Ĵ| ≤ |Ĵ|): every substep of a contact
+but its first. Momentum is exact either way — the body receives exactly the impulses the cloth lost; only
+the path the cloth sees uses the prediction.
 
 Units (components/rigid_body.py): a body whose ``scale`` is None is read in the App's ``PixelSpace`` when it
 has one — pixels, y down: a point (px, py) is ((px − ox)/ppm, (oy − py)/ppm) [m], an angle a is −a, and
-impulses go back as pixels with y flipped — else with scale 1 and y up; an explicit scale keeps y up.
-Despawning a RigidBody2D's entity despawns the collider entities made for its shapes (``forget_body``);
-removing its body from the pymunk Space stays the game's job.
+displacements and velocities go back as pixels with y flipped — else with scale 1 and y up; an explicit scale
+keeps y up. Inside, all is SI (metres, y up, radians counter-clockwise, N·s). Despawning a RigidBody2D's entity
+despawns the collider entities made for its shapes (``forget_body``); removing its body from the pymunk Space
+stays the game's job.
 """
 from __future__ import annotations
 
 import math
 import weakref
 
+from typing import NamedTuple
+
+import numba
 import numpy as np
 import pymunk
 
 from loom.components import Box, Capsule, Collider, ColliderSet, PixelSpace, Prism, Transform
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.engine import App
+from loom.systems.shared.held import hold
 
 _Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # local y → world z (capsule axis)
 
 
 def sync_bodies(app: App, dt: float) -> None:
-    """Apply queued cloth impulses, step the space, and move every body's Transform and shape colliders to it."""
+    """Step the space (with a Space2D that asks for it) and move every body's Transform and shape colliders to it."""
     poses = app.init_resource(BodyPoses)
     pixels = app.resources.get(PixelSpace)
     for entity, rigid in app.query(RigidBody2D):
         if not rigid.shape_entities:
             _bind(app, entity, rigid, body_units(rigid, pixels))
             poses.colliders[entity] = rigid.shape_entities
-        if rigid.two_way and rigid.body.body_type == pymunk.Body.DYNAMIC:
-            for jx, jy, px, py in rigid.pending_impulse:
-                rigid.body.apply_impulse_at_world_point((jx, jy), (px, py))
-        rigid.pending_impulse.clear()
     space = app.resources.get(Space2D)
     if space is not None and space.step:
         space.space.step(dt)
     for entity, rigid in app.query(RigidBody2D):
         body = rigid.body
         frame = body_units(rigid, pixels)
+        if rigid.cloth_shift.any():                  # the last step's in-step displacement (collect_impulses)
+            _shift(body, frame, rigid.cloth_shift)
+            rigid.cloth_shift[:] = 0.0
         pose = (body.position.x, body.position.y, body.angle, rigid.z, *frame)
         if poses.last.get(entity) == pose:           # resting or static: its Transforms are where they were
             continue
@@ -88,37 +115,357 @@ def _to_metres(frame: Units, point) -> tuple[float, float]:
     return (point[0] - ox) / scale, sign * (point[1] - oy) / scale
 
 
-def _to_units(frame: Units, point) -> tuple[float, float]:
-    """A world point (x, y) [m] → pymunk units (the inverse of ``_to_metres``)."""
-    scale, ox, oy, sign = frame
-    return ox + point[0] * scale, oy + sign * point[1] * scale
-
-
 def _turn_z(angle: float) -> tuple[tuple[float, float, float], ...]:
     """Rotation matrix rows of a turn by ``angle`` [rad] about +z (counter-clockwise, y up)."""
     c, s = math.cos(angle), math.sin(angle)
     return ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
 
 
-def collect_impulses(app: App, dt: float) -> None:
-    """Queue on each two-way body the momentum the cloth gave its shapes this step (in pymunk units)."""
+def couple_bodies(app: App, h: float) -> None:
+    """Before substep k's contacts: each two-way body takes the momentum the cloth gave it in substep k − 1, and
+    its colliders are moved over substep k with it and the predicted impulse of substep k (module docstring)."""
     packed = app.resources.get(ColliderSet)
     if packed is None or packed.count == 0:
         return
-    row_of = {int(e): r for r, e in enumerate(packed.entities)}
-    pixels = app.resources.get(PixelSpace)
-    for _, rigid in app.query(RigidBody2D):
-        if not rigid.two_way:
-            continue
-        frame = body_units(rigid, pixels)
+    coupling = app.init_resource(Coupling)
+    clock = app.clock
+    k, substeps = clock.substep_index, clock.substeps
+    if k == 0 and not coupling.begin(app, packed):
+        return
+    if coupling.rigids:
+        _couple_substep(coupling.held, coupling.packed, k > 0, k / substeps, (k + 1) / substeps, h)
+
+
+def collect_impulses(app: App, dt: float) -> None:
+    """After the step: each two-way body takes the last substep's impulse and any whole-step solver's; its extra
+    velocities go to the pymunk body, its extra displacement and the last force to the RigidBody2D."""
+    coupling = app.resources.get(Coupling)
+    if coupling is None or not coupling.rigids:
+        return
+    _couple_end(coupling.held, coupling.packed, dt / app.clock.substeps)
+    state = coupling.state
+    for b, (rigid, frame) in enumerate(zip(coupling.rigids, coupling.frames)):
         scale, sign = frame[0], frame[3]
-        for entity in rigid.shape_entities:
-            r = row_of.get(entity)
-            if r is None or packed.impulse_point[r, 3] == 0.0:
+        vx, vy, spin = state[b, VX], state[b, VY], state[b, SPIN]
+        rigid.cloth_force[:] = state[b, FX:TORQUE + 1]
+        rigid.cloth_shift[:] = state[b, SX:TURN + 1]
+        if vx or vy or spin:
+            body = rigid.body
+            body.velocity = (body.velocity.x + vx * scale, body.velocity.y + sign * vy * scale)
+            body.angular_velocity = body.angular_velocity + sign * spin
+    coupling.rigids, coupling.frames = [], []
+
+
+def _shift(body: pymunk.Body, frame: Units, shift: np.ndarray) -> None:
+    """Move a pymunk body by (dx, dy) [m] and turn it by dθ [rad] (Loom's frame) about its centre of gravity."""
+    scale, _, _, sign = frame
+    body.position = (body.position.x + shift[0] * scale, body.position.y + sign * shift[1] * scale)
+    body.angle = body.angle + sign * shift[2]
+
+
+INV_MASS, INV_MOMENT, CX, CY, FX, FY, TORQUE, ARM_X, ARM_Y, ANGLE1, VX, VY, SPIN, SX, SY, TURN, MOVED = range(17)
+"""Columns of ``CouplingArrays.state``, one row per coupled body, in Loom's frame (metres, y up, counter-clockwise).
+Given at the step's start: 1/mass [1/kg], 1/moment [1/(kg·m²)] (0: never turns), the centre of gravity at the
+step's end [m] and the last measured force [N] and torque [N·m] (the predictor, updated every substep). Then:
+its first collider's offset from that centre at the step's end [m] and that collider's angle then [rad]; the
+extra velocity [m/s] and angular velocity [rad/s] the cloth gave it so far this step, the extra displacement
+[m] and rotation [rad] so far, and 1 once its colliders' rows have been rewritten this step."""
+GIVEN = TORQUE + 1
+"""The columns ``Coupling.begin`` fills; the kernels derive or zero the rest."""
+
+
+class CouplingArrays(NamedTuple):
+    """The coupling kernels' arrays for one step's coupled bodies (held by ``Coupling``; sized to the largest
+    count seen, the first ``start[-1]`` rows and ``len(start) − 1`` bodies used)."""
+
+    start: np.ndarray
+    """Each body's first entry in ``rows``, (bodies + 1,) int64."""
+    rows: np.ndarray
+    """ColliderSet row of each of the bodies' shapes, (m,) int64."""
+    base0: np.ndarray
+    """Each row's gathered pose at the step's start (quaternion w, x, y, z, position [m]), (m, 7)."""
+    base1: np.ndarray
+    """And at its end, (m, 7): the path pymunk moved the body along."""
+    consumed: np.ndarray
+    """The ColliderSet's impulse (k, 3) [N·s] at each row already taken this step, (m, 3)."""
+    consumed_point: np.ndarray
+    """And its impulse_point (Σ|j|·x [N·s·m], Σ|j| [N·s]), (m, 4)."""
+    whole: np.ndarray
+    """Impulses of whole-step solvers (there before the first substep), (m, 3) [N·s]: taken at the end."""
+    whole_point: np.ndarray
+    """Their impulse_point, (m, 4)."""
+    state: np.ndarray
+    """Per body: ``INV_MASS`` … ``MOVED``, (bodies, 17)."""
+    poses: np.ndarray
+    """Scratch: a row's pose at a substep's start and end, (2, 7)."""
+    given: np.ndarray
+    """Scratch: each body's ``GIVEN`` columns, flat, as ``Coupling.begin`` collects them."""
+
+
+class Packed(NamedTuple):
+    """The ColliderSet's arrays the coupling kernels read and write (held per combination: the ColliderSet
+    swaps pose0 and pose1 every step, so two held ones alternate)."""
+
+    impulse: np.ndarray
+    """``ColliderSet.impulse`` (k, 3) [N·s], the environment kernel's running total this step."""
+    impulse_point: np.ndarray
+    """``ColliderSet.impulse_point`` (k, 4)."""
+    pose0: np.ndarray
+    """``ColliderSet.pose0`` (k, 7): rewritten for the coupled rows every substep."""
+    pose1: np.ndarray
+    """``ColliderSet.pose1`` (k, 7): likewise."""
+
+
+class Coupling:
+    """Resource: the two-way dynamic bodies among this step's colliders and their motion so far (``state``).
+    Filled at every step's first substep and emptied after it: nothing here outlives a step (what the next
+    step needs, the last force and the displacement not yet in pymunk, is kept on the RigidBody2D, where
+    snapshots find it). Its arrays are reallocated only when the number of coupled bodies changes or more shapes
+    are coupled than ever before."""
+
+    def __init__(self) -> None:
+        self.rigids: list[RigidBody2D] = []
+        self.frames: list[Units] = []
+        self.held = None
+        """The held ``CouplingArrays``."""
+        self.packed = None
+        """The held ``Packed`` of this step."""
+        self.state = np.zeros((0, MOVED + 1))
+        self._arrays: CouplingArrays | None = None
+        self._packed: dict[tuple[int, ...], object] = {}
+        self._rows_of: tuple[object, dict[int, int]] = (None, {})
+
+    def begin(self, app: App, packed: ColliderSet) -> bool:
+        """Find the two-way dynamic bodies whose shapes are packed colliders and keep their gathered paths;
+        return whether there is any."""
+        self.rigids, self.frames = [], []
+        if self._rows_of[0] is not packed.entities:       # the same array while the colliders stay the same
+            self._rows_of = (packed.entities, {int(e): r for r, e in enumerate(packed.entities)})
+        row_of = self._rows_of[1]
+        pixels = app.resources.get(PixelSpace)
+        rows: list[int] = []
+        start = [0]
+        given: list[float] = []
+        for _, rigid in app.query(RigidBody2D):
+            if not rigid.two_way:
                 continue
-            j = packed.impulse[r]                                            # [N·s] → mass · units/s
-            point = _to_units(frame, packed.impulse_point[r, :2] / packed.impulse_point[r, 3])
-            rigid.pending_impulse.append((j[0] * scale, sign * j[1] * scale, point[0], point[1]))
+            body = rigid.body
+            mass = body.mass
+            if body.body_type != pymunk.Body.DYNAMIC or not 0.0 < mass < math.inf:   # massless: not in a space yet
+                continue
+            mine = [row_of[e] for e in rigid.shape_entities if e in row_of]
+            if not mine:
+                continue
+            frame = body_units(rigid, pixels)
+            scale = frame[0]
+            moment = body.moment / (scale * scale)                            # [kg·m²]; inf (or 0): never turns
+            self.rigids.append(rigid)
+            self.frames.append(frame)
+            rows.extend(mine)
+            start.append(len(rows))
+            fx, fy, torque = rigid.cloth_force
+            given.extend((1.0 / mass, 1.0 / moment if 0.0 < moment < math.inf else 0.0,
+                          *_to_metres(frame, body.position), fx, fy, torque))
+        if not self.rigids:
+            return False
+        bodies = len(self.rigids)
+        arrays = self._fit(bodies, len(rows))
+        arrays.start[:] = start
+        arrays.rows[:len(rows)] = rows
+        arrays.given[:bodies * GIVEN] = given
+        self.state = arrays.state[:bodies]
+        key = (id(packed.impulse), id(packed.impulse_point), id(packed.pose0), id(packed.pose1))
+        self.packed = self._packed.get(key)
+        if self.packed is None:                   # held arrays stay alive, so their ids are not reused
+            if len(self._packed) >= 2:
+                self._packed.clear()
+            self.packed = self._packed[key] = hold(Packed(packed.impulse, packed.impulse_point, packed.pose0,
+                                                          packed.pose1))
+        _begin_rows(self.held, self.packed, bodies, len(rows))
+        return True
+
+    def _fit(self, bodies: int, shapes: int) -> CouplingArrays:
+        """The arrays, grown (never shrunk) to hold ``bodies`` bodies with ``shapes`` shapes."""
+        a = self._arrays
+        if a is None or a.state.shape[0] < bodies or a.rows.shape[0] < shapes or a.start.shape[0] != bodies + 1:
+            m = shapes if a is None else max(shapes, a.rows.shape[0])
+            n = bodies if a is None else max(bodies, a.state.shape[0])
+            a = self._arrays = CouplingArrays(np.zeros(bodies + 1, np.int64), np.zeros(m, np.int64), np.zeros((m, 7)),
+                                              np.zeros((m, 7)), np.zeros((m, 3)), np.zeros((m, 4)), np.zeros((m, 3)),
+                                              np.zeros((m, 4)), np.zeros((n, MOVED + 1)), np.zeros((2, 7)),
+                                              np.zeros(n * GIVEN))
+            self.held = hold(a)
+        return a
+
+
+# --- kernels: a handful of rows a substep, in Loom's frame (metres, y up, radians counter-clockwise) ----------
+@numba.njit(cache=True)
+def _begin_rows(held, packed, bodies, m):
+    """Start a step: each body's state from its given columns (the rest zeroed, the first collider's offset
+    and angle derived), and the first m coupled rows' gathered poses and whole-step impulses (taken so far)."""
+    a, p = held.value, packed.value
+    for i in range(m):
+        r = a.rows[i]
+        a.base0[i] = p.pose0[r]
+        a.base1[i] = p.pose1[r]
+        a.whole[i] = p.impulse[r]
+        a.whole_point[i] = p.impulse_point[r]
+        a.consumed[i] = p.impulse[r]
+        a.consumed_point[i] = p.impulse_point[r]
+    for b in range(bodies):
+        s = a.state[b]
+        s[:] = 0.0
+        s[:GIVEN] = a.given[b * GIVEN:(b + 1) * GIVEN]
+        i = a.start[b]
+        s[ARM_X] = a.base1[i, 4] - s[CX]
+        s[ARM_Y] = a.base1[i, 5] - s[CY]
+        s[ANGLE1] = _angle(a.base1[i, 0], a.base1[i, 1], a.base1[i, 2], a.base1[i, 3])
+
+
+@numba.njit(cache=True)
+def _couple_substep(held, packed, take, a0, a1, h):
+    """Substep [a0, a1] of the step (fractions) of h [s]: if ``take``, the last substep's extra motion joins
+    the displacement and its impulses (what the ColliderSet gained since) the velocities and the predictor;
+    then the rows are written so the kernel's interpolation gives the gathered path plus the extra motion."""
+    a, p = held.value, packed.value
+    for b in range(a.start.shape[0] - 1):
+        if take:
+            _advance(a.state[b], h)
+            jx, jy, torque = _take(a, b, a0, p.impulse, p.impulse_point, True)
+            a.state[b, FX], a.state[b, FY], a.state[b, TORQUE] = jx / h, jy / h, torque / h
+        _move(a, b, a0, a1, h, p.pose0, p.pose1)
+
+
+@numba.njit(cache=True)
+def _couple_end(held, packed, h):
+    """After the step: the last substep's motion and impulses (which become the next step's predictor), then
+    the whole-step solvers' impulses, go to each body's state."""
+    a, p = held.value, packed.value
+    for b in range(a.start.shape[0] - 1):
+        _advance(a.state[b], h)
+        jx, jy, torque = _take(a, b, 1.0, p.impulse, p.impulse_point, True)
+        a.state[b, FX], a.state[b, FY], a.state[b, TORQUE] = jx / h, jy / h, torque / h
+        _take(a, b, 1.0, a.whole, a.whole_point, False)
+
+
+@numba.njit(cache=True)
+def _path_velocity(s, h):
+    """Extra velocity [m/s] and angular velocity [rad/s] the colliders move at in a substep of h [s]: the
+    body's so far plus the predicted impulse of the substep (last force and torque × h over mass, moment)."""
+    return (s[VX] + s[FX] * h * s[INV_MASS], s[VY] + s[FY] * h * s[INV_MASS],
+            s[SPIN] + s[TORQUE] * h * s[INV_MOMENT])
+
+
+@numba.njit(cache=True)
+def _advance(s, h):
+    """A substep of h [s] is over: the extra motion its colliders moved by joins the displacement."""
+    vx, vy, w = _path_velocity(s, h)
+    s[SX] += vx * h
+    s[SY] += vy * h
+    s[TURN] += w * h
+
+
+@numba.njit(cache=True)
+def _take(a, b, alpha, impulse, impulse_point, since):
+    """Add to body b's extra velocities the impulses of its rows, at their |j|-weighted points, applied at
+    fraction alpha of the step; ``since``: the ColliderSet's (k, ·) arrays, minus what was taken (then marked
+    taken), else the rows' own (m, ·) arrays. Returns the total (jx, jy [N·s], torque [N·m·s])."""
+    s = a.state[b]
+    cx, cy = _centre(a, b, alpha)
+    cx += s[SX]
+    cy += s[SY]
+    jx = jy = torque = 0.0
+    for i in range(a.start[b], a.start[b + 1]):
+        r = a.rows[i] if since else i
+        ix, iy = impulse[r, 0], impulse[r, 1]
+        px, py, weight = impulse_point[r, 0], impulse_point[r, 1], impulse_point[r, 3]
+        if since:
+            ix -= a.consumed[i, 0]
+            iy -= a.consumed[i, 1]
+            px -= a.consumed_point[i, 0]
+            py -= a.consumed_point[i, 1]
+            weight -= a.consumed_point[i, 3]
+            a.consumed[i] = impulse[r]
+            a.consumed_point[i] = impulse_point[r]
+        if weight <= 0.0:
+            continue
+        jx += ix
+        jy += iy
+        torque += (px / weight - cx) * iy - (py / weight - cy) * ix
+    s[VX] += jx * s[INV_MASS]
+    s[VY] += jy * s[INV_MASS]
+    s[SPIN] += torque * s[INV_MOMENT]
+    return jx, jy, torque
+
+
+@numba.njit(cache=True)
+def _move(a, b, a0, a1, h, pose0, pose1):
+    """Write body b's ColliderSet rows so that the contact kernel's interpolation (position lerp, quaternion
+    nlerp) gives the gathered path plus the extra motion at a0 and a1, the substep's start and end: with
+    poses A at a0 and B at a1, the rows ((a1·A − a0·B), ((1 − a0)·B − (1 − a1)·A)) / (a1 − a0). The last
+    substep ends at a1 = 1: its end row is where the body is after the step (the next step's start)."""
+    s = a.state[b]
+    vx, vy, w = _path_velocity(s, h)
+    if s[MOVED] == 0.0 and vx == 0.0 and vy == 0.0 and w == 0.0 and s[SX] == 0.0 and s[SY] == 0.0 \
+            and s[TURN] == 0.0:
+        return                                        # untouched so far: the gathered rows are right
+    s[MOVED] = 1.0
+    start, end = a.poses[0], a.poses[1]
+    for i in range(a.start[b], a.start[b + 1]):
+        _pose(a, b, i, a0, s[SX], s[SY], s[TURN], start)
+        _pose(a, b, i, a1, s[SX] + vx * h, s[SY] + vy * h, s[TURN] + w * h, end)
+        r = a.rows[i]
+        for c in range(7):
+            pose0[r, c] = (a1 * start[c] - a0 * end[c]) / (a1 - a0)
+            pose1[r, c] = ((1.0 - a0) * end[c] - (1.0 - a1) * start[c]) / (a1 - a0)
+
+
+@numba.njit(cache=True)
+def _pose(a, b, i, alpha, sx, sy, turn, out):
+    """Row i's pose (7,) at fraction alpha of its gathered path, displaced by (sx, sy) [m] and turned by
+    ``turn`` [rad] about body b's centre of gravity, into out."""
+    w, x, y, z = _nlerp(a.base0[i], a.base1[i], alpha)
+    c, s = math.cos(0.5 * turn), math.sin(0.5 * turn)
+    out[0], out[1], out[2], out[3] = c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w   # z-turn, then q
+    cx, cy = _centre(a, b, alpha)
+    px = (1.0 - alpha) * a.base0[i, 4] + alpha * a.base1[i, 4] - cx
+    py = (1.0 - alpha) * a.base0[i, 5] + alpha * a.base1[i, 5] - cy
+    ct, st = math.cos(turn), math.sin(turn)
+    out[4] = cx + sx + ct * px - st * py
+    out[5] = cy + sy + st * px + ct * py
+    out[6] = (1.0 - alpha) * a.base0[i, 6] + alpha * a.base1[i, 6]
+
+
+@numba.njit(cache=True)
+def _centre(a, b, alpha):
+    """Body b's centre of gravity [m] (x, y) on the gathered path at fraction alpha of the step: its first
+    row's position less the offset ARM, turned by how far that row has yet to turn to its end angle."""
+    s = a.state[b]
+    i = a.start[b]
+    w, x, y, z = _nlerp(a.base0[i], a.base1[i], alpha)
+    turn = _angle(w, x, y, z) - s[ANGLE1]
+    c, t = math.cos(turn), math.sin(turn)
+    return ((1.0 - alpha) * a.base0[i, 4] + alpha * a.base1[i, 4] - (c * s[ARM_X] - t * s[ARM_Y]),
+            (1.0 - alpha) * a.base0[i, 5] + alpha * a.base1[i, 5] - (t * s[ARM_X] + c * s[ARM_Y]))
+
+
+@numba.njit(cache=True)
+def _nlerp(q0, q1, alpha):
+    """Normalised linear interpolation of two quaternions (w, x, y, z) (the first four of each pose), as the
+    contact kernel's ``pose``."""
+    w = (1.0 - alpha) * q0[0] + alpha * q1[0]
+    x = (1.0 - alpha) * q0[1] + alpha * q1[1]
+    y = (1.0 - alpha) * q0[2] + alpha * q1[2]
+    z = (1.0 - alpha) * q0[3] + alpha * q1[3]
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    return w / n, x / n, y / n, z / n
+
+
+@numba.njit(cache=True)
+def _angle(w, x, y, z):
+    """Turn [rad] about z of a collider's unit quaternion: the angle of its matrix's first column (for every
+    shape the bridge makes — a capsule's turn · axis-to-z too — that column is (cos, sin, 0))."""
+    return math.atan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
 
 
 def _bind(app: App, entity: int, rigid: RigidBody2D, frame: Units) -> None:

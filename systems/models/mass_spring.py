@@ -21,10 +21,14 @@ it is also x_{n−1} of the next substep). It remembers the integrated positions
 (x − x_int)/h to v, so velocities follow what pins, the deformation limit and collisions did to
 positions, while untouched particles keep the integrator's own velocity.
 
-CONSTRAIN runs Provot's deformation limit: passes over structural and shear springs (and flexion
-springs with ``bend_strain_limit``) shortening any spring longer than (1 + τ_c)·l₀ to that length —
-both ends of a free–free spring (mass-weighted), only the free end of a fixed–free one — until a
-pass finds no spring over or ``limit_passes`` have run (shared kernel: ``loom.systems.shared.distance_limits``).
+CONSTRAIN runs Provot's deformation limit (slides "Constraints on Deformation Rates"): structural and
+shear springs (and flexion springs with ``bend_strain_limit``) longer than (1 + τ_c)·l₀ are shortened —
+both ends of a free–free spring (mass-weighted), only the free end of a fixed–free one — and the springs
+next to every moved particle checked again, until no spring is over: each substep ends with every
+limited spring within (1 + τ_c)·l₀ exactly, or — anchors farther apart than the limit allows, or
+``limit_passes`` passes' worth of checks used up — with the springs left over reported in ``SpringState``
+and the ``loom.limits`` log (``loom.systems.shared.distance_limits``: why the corrections end, their
+over-long target (1 − δ)·(1 + τ_c)·l₀ and over-relaxation). Collisions run after it and have priority.
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ import numpy as np
 from loom.components import Cloth, Gravity
 from loom.engine import App
 from loom.engine.geometry import vertex_normals_into
-from loom.systems.shared.distance_limits import link_bounds, relax_distances
+from loom.systems.shared.distance_limits import DeformationLimits, link_bounds
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import cloths_of
 from loom.systems.shared.substep_model import ClothScratch, add_substep_model
@@ -81,7 +85,7 @@ class SpringState:
     evaluation (fluid force only); v_eval, the velocity a force is evaluated at [m/s] (RK4 stage
     velocity, Verlet's (x_n − x_{n−1})/h); RK4 only: x_stage [m], v_start [m/s]; Verlet only:
     x_prev_at_step, x_{n−1} at the start of the step [m], put back if the guard refuses the step.
-    Tables (c,), colour order: link_k [N/m]; link_lo, link_hi, the deformation-limit bounds [m]."""
+    Tables (c,), colour order: link_k [N/m]; link_hi, the deformation-limit bounds [m] (inf: not limited)."""
 
     def __init__(self, cloth: Cloth) -> None:
         self.particle_count = -1
@@ -92,9 +96,14 @@ class SpringState:
         self.seeded = False
         """True once x_prev holds a valid x_{n−1} for the verlet integrator."""
         self.seen_rejections = cloth.rejected_steps
-        self.limit_passes_used = 0
-        """Passes of the deformation limit that moved a particle in the last substep; fewer than
-        ``limit_passes`` means that substep ended with no spring over its limit."""
+        self.limit_passes_used = 0.0
+        """Work of the deformation limit in the last substep: springs checked / limited springs [-]
+        (1: one check of each, nothing over; bounded by ``limit_passes``)."""
+        self.limit_over = 0
+        """Limited springs still longer than (1 + τ_c)·l₀ after the last substep; 0: the limit held."""
+        self.limit_unmet = 0
+        """Substeps that ended with a spring over its limit (anchors farther apart than the limit allows,
+        or ``limit_passes`` too small), since the limit's tables were last built."""
         self.fit(cloth)
 
     def fit(self, cloth: Cloth) -> None:
@@ -118,7 +127,7 @@ class SpringState:
             self.link_k = np.ascontiguousarray(stiffness[kinds])
             limit = math.inf if s.strain_limit is None else 1.0 + s.strain_limit
             bend = math.inf if s.bend_strain_limit is None else 1.0 + s.bend_strain_limit
-            self.link_lo, self.link_hi = link_bounds(cloth, (0.0, 0.0, 0.0), (limit, limit, bend))
+            _, self.link_hi = link_bounds(cloth, (0.0, 0.0, 0.0), (limit, limit, bend))
             self.limited = s.limit_passes > 0 and (s.strain_limit is not None or s.bend_strain_limit is not None)
             self.coeffs[:_GX] = (s.spring_damping, s.viscous_damping, s.fluid_viscosity, *s.fluid_velocity)
 
@@ -157,14 +166,17 @@ def integrate_springs(app: App, h: float) -> None:
 
 
 def limit_spring_deformation(app: App, h: float) -> None:
-    """Mass-spring cloths: Provot 1995's deformation limit, up to ``settings.limit_passes`` passes."""
+    """Mass-spring cloths: Provot 1995's deformation limit, until no limited spring is over (1 + τ_c)·l₀, at
+    most ``settings.limit_passes`` passes' worth of spring checks."""
     scratch = app.resource(MassSpringScratch)
+    limits = app.init_resource(DeformationLimits)
     for entity, cloth in cloths_of(app, MODEL):
         state = scratch.get(entity, cloth)
         if not state.limited:
             continue
-        state.limit_passes_used = relax_distances(cloth.settings.limit_passes, cloth.link_i, cloth.link_j,
-                                                  state.link_lo, state.link_hi, cloth.inv_mass, cloth.x)
+        limit = limits.get(cloth, state.link_hi)
+        limit.apply(cloth.settings.limit_passes, cloth.inv_mass, cloth.x)
+        state.limit_passes_used, state.limit_over, state.limit_unmet = limit.passes, limit.over, limit.unmet
 
 
 def update_spring_velocities(app: App, h: float) -> None:
