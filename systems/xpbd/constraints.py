@@ -5,10 +5,10 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
   compliance α [m/N] scaled to α/h² so stiffness does not depend on the substep count; the
   distance form is Provot 1995's structural/shear/flexion springs and Fuhrmann 2003's
   constraints (eqs. 5–9: mass-weighted corrections that keep the centre of mass);
-- Provot 1995's deformation limit: after the sweeps, passes of ``distance_limits.relax_distances``
-  shorten every stretch or shear link longer than (1 + limit) × rest to that bound (a separate
-  pass: clamping inside the XPBD projection was undone by later colours, leaving 11.6 % strain
-  under a 10 % limit; the limit must travel from the pins across the sheet);
+- Provot 1995's deformation limit: after the sweeps, ``distance_limits.DeformationLimits`` shortens
+  every stretch or shear link longer than (1 + limit) × rest until none is (a separate pass:
+  clamping inside the XPBD projection was undone by later colours, leaving 11.6 % strain under a
+  10 % limit; the limit must travel from the pins across the sheet);
 - dihedral bending (bend_model="dihedral"): C = θ − θ₀ with the exact gradients of Bridson et
   al. 2003 §4 (robust at θ = 0, unlike the acos form of Müller et al. 2007);
 - tethers (long-range attachments, Kim et al. 2012): a free particle may be no farther from each
@@ -40,16 +40,6 @@ from loom.systems.xpbd.predict import MODEL
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
 _NO_COLORS = np.zeros(1, np.int32)            # colour offsets of an empty table
-_ZERO_CACHE: dict[int, np.ndarray] = {}
-
-
-def _zeros(count: int) -> np.ndarray:
-    """A shared read-only array of ``count`` zeros (no lower length bound), made once per size."""
-    zeros = _ZERO_CACHE.get(count)
-    if zeros is None:
-        zeros = _ZERO_CACHE[count] = np.zeros(count)
-        zeros.flags.writeable = False
-    return zeros
 
 
 STRAIN_LIMIT_MAX_PASSES = 100
