@@ -57,9 +57,7 @@ import os
 SNAP = os.environ.get("SNAP", "0") == "1"
 SIDE = float(os.environ.get("SIDE", "-0.5"))
 BACK = float(os.environ.get("BACK", "1e9"))
-NEAREST = os.environ.get("NEAREST", "0") == "1"
-BANDNOBACK = os.environ.get("BANDNOBACK", "1") == "1"
-BIGSLACK = os.environ.get("BIGSLACK", "1") == "1"
+NEAREST = os.environ.get("NEAREST", "1") == "1"
 EXITDOT = float(os.environ.get("EXITDOT", "-0.5"))
 """Farthest a pinched particle slides out in one substep [m]: the cloth follows within a frame or two
 (8 substeps: 0.24 m a frame, a hero's half width) instead of being torn across the body in one jump
@@ -559,7 +557,7 @@ def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
         ds, sx, sy, sz = _distance(col, f, out, s, wx, wy, wz, reach_s)
         if ds >= reach_s:
             continue
-        slack = reach_s - min(ds, 0.0) if (ds >= 0.0 or not BIGSLACK) else 2.0 * bound[s]
+        slack = reach_s - min(ds, 0.0)
         for l in near:
             if l == s or 0.0 < bound[l] <= bound[s]:
                 continue
@@ -683,8 +681,6 @@ def _unpinch(col, f, out, c, b, w, start, thickness):
     # at most PINCH_SLIDE ahead of where it started the substep: the solver pulling it back (cloth that
     # wraps the body's corner, a hem held outside) cannot hold it under the body
     back = (start[0] - wx) * ex + (start[1] - wy) * ey + (start[2] - wz) * ez
-    if ds >= 0.0 and BANDNOBACK:
-        back = 0.0
     hi = PINCH_SLIDE + min(max(back, 0.0), BACK)
     if _world_sdf(col, f, out, small, wx + hi * ex, wy + hi * ey, wz + hi * ez)[0] < reach:
         return wx + hi * ex, wy + hi * ey, wz + hi * ez      # deep under it: this substep's share
