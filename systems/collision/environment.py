@@ -52,17 +52,17 @@ PINCH_STEPS = 16
 ``PINCH_SLIDE`` / 2^16: half a micrometre)."""
 PINCH_COSINE = -0.5
 """Two colliders pinch a particle when their outward normals there have a cosine below this (> 120°)."""
-PINCH_SLIDE = float(__import__("os").environ.get("SLIDE", "0.03"))
-import os
-SNAP = os.environ.get("SNAP", "0") == "1"
-SIDE = float(os.environ.get("SIDE", "-0.5"))
-BACK = float(os.environ.get("BACK", "1e9"))
-NEAREST = os.environ.get("NEAREST", "1") == "1"
-EXITDOT = float(os.environ.get("EXITDOT", "-0.5"))
-"""Farthest a pinched particle slides out in one substep [m]: the cloth follows within a frame or two
-(8 substeps: 0.24 m a frame, a hero's half width) instead of being torn across the body in one jump
-(tests/test_pinching.py, the cape under a landing hero's feet: worst stretch 736 % slid out at once,
-under 120 % at 0.03 m, as the landing alone)."""
+PINCH_SLIDE = 0.03
+"""Farthest a pinched particle slides out in one substep beyond where it started it [m]: the cloth follows
+within a frame or two (8 substeps: 0.24 m a frame, a hero's half width) instead of being torn across the
+body in one jump (tests/test_pinching.py, the cape under a landing hero's feet: worst stretch 736 % slid
+out at once, under 120 % at 0.03 m, as the landing alone)."""
+PINCH_SIDE = -0.5
+"""A particle at the foot of a body's side face is pinched when the way out (``_exit``) has a cosine of at
+least this with the face's normal: it leaves by that face or along it (not into it)."""
+PINCH_NEAREST = -0.5
+"""A pinched particle slides out by the body's nearest face when that face's direction has a cosine of at
+least this with the way out (the shortest way that does not head back under the body)."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
@@ -376,19 +376,48 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             continue
         x0, y0, z0 = x[p, 0], x[p, 1], x[p, 2]          # as the solver left it
         start = (x_prev[p, 0], x_prev[p, 1], x_prev[p, 2])
-        pinched, ux, uy, uz = _pinched(col, f, near, sd, x0, y0, z0, start, cloth.thickness)
+        pinched, ux, uy, uz = False, x0, y0, z0
+        maybe = False                   # _pinched's test on cheap bounds first (its call costs)
+        for s_at in range(near.shape[0] if near.shape[0] > 1 else 0):
+            s = near[s_at]
+            if bound[s] == 0.0:
+                continue
+            reach_s = cloth.thickness + margin[s]
+            ex, ey, ez = x0 - pos1[s, 0], y0 - pos1[s, 1], z0 - pos1[s, 2]
+            ds = _bound_sdf(kind[s], params[s, 0], params[s, 1], params[s, 2], bound[s],
+                            rot1[s, 0, 0] * ex + rot1[s, 1, 0] * ey + rot1[s, 2, 0] * ez,
+                            rot1[s, 0, 1] * ex + rot1[s, 1, 1] * ey + rot1[s, 2, 1] * ez,
+                            rot1[s, 0, 2] * ex + rot1[s, 1, 2] * ey + rot1[s, 2, 2] * ez, reach_s)
+            if ds >= reach_s:
+                continue
+            limit = reach_s - min(ds, 0.0) if ds > -np.inf else reach_s + 2.0 * bound[s]
+            for l_at in range(near.shape[0]):
+                l = near[l_at]
+                if l == s or 0.0 < bound[l] <= bound[s]:
+                    continue
+                reach_l = cloth.thickness + margin[l] + limit
+                ex, ey, ez = x0 - pos1[l, 0], y0 - pos1[l, 1], z0 - pos1[l, 2]
+                if _bound_sdf(kind[l], params[l, 0], params[l, 1], params[l, 2], bound[l],
+                              rot1[l, 0, 0] * ex + rot1[l, 1, 0] * ey + rot1[l, 2, 0] * ez,
+                              rot1[l, 0, 1] * ex + rot1[l, 1, 1] * ey + rot1[l, 2, 1] * ez,
+                              rot1[l, 0, 2] * ex + rot1[l, 1, 2] * ey + rot1[l, 2, 2] * ez, reach_l) < reach_l:
+                    maybe = True
+        if maybe:
+            pinched, ux, uy, uz = _pinched(colliders, frames, near, sd, x0, y0, z0, start, cloth.thickness)
         if not pinched:
-            for c in near:
-                mine[c, :] = 0.0
-        for c in near:
+            for c_at in range(near.shape[0]):
+                c = near[c_at]
+                for a in range(7):
+                    mine[c, a] = 0.0
+        for c_at in range(near.shape[0]):
+            c = near[c_at]
             if pinched:
                 break
             reach = cloth.thickness + margin[c]
-            r0, r1, q0, q1 = rot0[c], rot1[c], pos0[c], pos1[c]
             # particle in the collider's frame: end of substep (end pose), start (start pose)
-            lx = r1[0, 0] * (x[p, 0] - q1[0]) + r1[1, 0] * (x[p, 1] - q1[1]) + r1[2, 0] * (x[p, 2] - q1[2])
-            ly = r1[0, 1] * (x[p, 0] - q1[0]) + r1[1, 1] * (x[p, 1] - q1[1]) + r1[2, 1] * (x[p, 2] - q1[2])
-            lz = r1[0, 2] * (x[p, 0] - q1[0]) + r1[1, 2] * (x[p, 1] - q1[1]) + r1[2, 2] * (x[p, 2] - q1[2])
+            lx = rot1[c, 0, 0] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 0] * (x[p, 1] - pos1[c, 1]) + rot1[c, 2, 0] * (x[p, 2] - pos1[c, 2])
+            ly = rot1[c, 0, 1] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 1] * (x[p, 1] - pos1[c, 1]) + rot1[c, 2, 1] * (x[p, 2] - pos1[c, 2])
+            lz = rot1[c, 0, 2] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 2] * (x[p, 1] - pos1[c, 1]) + rot1[c, 2, 2] * (x[p, 2] - pos1[c, 2])
             swept = False
             kc, pa, pb, pc = kind[c], params[c, 0], params[c, 1], params[c, 2]
             basic = is_basic(kc)           # basic shapes: basic_sdf on scalars (shapes.sdf's docstring)
@@ -406,12 +435,12 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 sdf(shapes, c, lx, ly, lz, sd)
             # fast relative motion (particle plus collider moved more than the margin): sweep the path
             if kc != MESH and kc != PLANE and moved > reach:
-                sx = r0[0, 0] * (x_prev[p, 0] - q0[0]) + r0[1, 0] * (x_prev[p, 1] - q0[1]) \
-                    + r0[2, 0] * (x_prev[p, 2] - q0[2])
-                sy = r0[0, 1] * (x_prev[p, 0] - q0[0]) + r0[1, 1] * (x_prev[p, 1] - q0[1]) \
-                    + r0[2, 1] * (x_prev[p, 2] - q0[2])
-                sz = r0[0, 2] * (x_prev[p, 0] - q0[0]) + r0[1, 2] * (x_prev[p, 1] - q0[1]) \
-                    + r0[2, 2] * (x_prev[p, 2] - q0[2])
+                sx = rot0[c, 0, 0] * (x_prev[p, 0] - pos0[c, 0]) + rot0[c, 1, 0] * (x_prev[p, 1] - pos0[c, 1]) \
+                    + rot0[c, 2, 0] * (x_prev[p, 2] - pos0[c, 2])
+                sy = rot0[c, 0, 1] * (x_prev[p, 0] - pos0[c, 0]) + rot0[c, 1, 1] * (x_prev[p, 1] - pos0[c, 1]) \
+                    + rot0[c, 2, 1] * (x_prev[p, 2] - pos0[c, 2])
+                sz = rot0[c, 0, 2] * (x_prev[p, 0] - pos0[c, 0]) + rot0[c, 1, 2] * (x_prev[p, 1] - pos0[c, 1]) \
+                    + rot0[c, 2, 2] * (x_prev[p, 2] - pos0[c, 2])
                 span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
                 if span > reach:                     # conservative advancement along the path
                     if basic:
@@ -457,15 +486,15 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             ly += sd[2] * depth
             lz += sd[3] * depth
             # back to world (end pose); the surface point under it, where it was at the substep start
-            wx = r1[0, 0] * lx + r1[0, 1] * ly + r1[0, 2] * lz + q1[0]
-            wy = r1[1, 0] * lx + r1[1, 1] * ly + r1[1, 2] * lz + q1[1]
-            wz = r1[2, 0] * lx + r1[2, 1] * ly + r1[2, 2] * lz + q1[2]
-            ux = r0[0, 0] * lx + r0[0, 1] * ly + r0[0, 2] * lz + q0[0]
-            uy = r0[1, 0] * lx + r0[1, 1] * ly + r0[1, 2] * lz + q0[1]
-            uz = r0[2, 0] * lx + r0[2, 1] * ly + r0[2, 2] * lz + q0[2]
-            nx = r1[0, 0] * sd[1] + r1[0, 1] * sd[2] + r1[0, 2] * sd[3]
-            ny = r1[1, 0] * sd[1] + r1[1, 1] * sd[2] + r1[1, 2] * sd[3]
-            nz = r1[2, 0] * sd[1] + r1[2, 1] * sd[2] + r1[2, 2] * sd[3]
+            wx = rot1[c, 0, 0] * lx + rot1[c, 0, 1] * ly + rot1[c, 0, 2] * lz + pos1[c, 0]
+            wy = rot1[c, 1, 0] * lx + rot1[c, 1, 1] * ly + rot1[c, 1, 2] * lz + pos1[c, 1]
+            wz = rot1[c, 2, 0] * lx + rot1[c, 2, 1] * ly + rot1[c, 2, 2] * lz + pos1[c, 2]
+            ux = rot0[c, 0, 0] * lx + rot0[c, 0, 1] * ly + rot0[c, 0, 2] * lz + pos0[c, 0]
+            uy = rot0[c, 1, 0] * lx + rot0[c, 1, 1] * ly + rot0[c, 1, 2] * lz + pos0[c, 1]
+            uz = rot0[c, 2, 0] * lx + rot0[c, 2, 1] * ly + rot0[c, 2, 2] * lz + pos0[c, 2]
+            nx = rot1[c, 0, 0] * sd[1] + rot1[c, 0, 1] * sd[2] + rot1[c, 0, 2] * sd[3]
+            ny = rot1[c, 1, 0] * sd[1] + rot1[c, 1, 1] * sd[2] + rot1[c, 1, 2] * sd[3]
+            nz = rot1[c, 2, 0] * sd[1] + rot1[c, 2, 1] * sd[2] + rot1[c, 2, 2] * sd[3]
             push = (wx - x[p, 0]) * nx + (wy - x[p, 1]) * ny + (wz - x[p, 2]) * nz   # normal correction [m]
             # slip relative to the moving surface (eq. 19), Coulomb in position form (eqs. 20-21)
             dx = ux - x_prev[p, 0]                   # (w − x_prev) − (w − u): motion in the surface's frame
@@ -492,7 +521,22 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             mine[c, 5] += jn * wz
             mine[c, 6] += jn
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
-            b = _facing(col, f, near, sd, c, wx, wy, wz, cloth.thickness, nx, ny, nz)
+            b = -1
+            maybe = False                # _facing's test on cheap bounds first
+            for b_at in range(near.shape[0] if near.shape[0] > 1 else 0):
+                b = near[b_at]
+                if b == c or (bound[b] == 0.0 and bound[c] == 0.0):
+                    continue
+                reach_b = cloth.thickness + margin[b]
+                ex, ey, ez = wx - pos1[b, 0], wy - pos1[b, 1], wz - pos1[b, 2]
+                if _bound_sdf(kind[b], params[b, 0], params[b, 1], params[b, 2], bound[b],
+                              rot1[b, 0, 0] * ex + rot1[b, 1, 0] * ey + rot1[b, 2, 0] * ez,
+                              rot1[b, 0, 1] * ex + rot1[b, 1, 1] * ey + rot1[b, 2, 1] * ez,
+                              rot1[b, 0, 2] * ex + rot1[b, 1, 2] * ey + rot1[b, 2, 2] * ez, reach_b) < reach_b:
+                    maybe = True
+            b = -1
+            if maybe:
+                b = _facing(colliders, frames, near, sd, c, wx, wy, wz, cloth.thickness, nx, ny, nz)
             if b >= 0:                   # pushed into another collider facing the other way: pinched
                 ux, uy, uz = _unpinch(col, f, sd, c, b, (wx, wy, wz), start, cloth.thickness)
                 pinched = True
@@ -502,20 +546,38 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             x_prev[p, 2] += uz - z0
             x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
         else:
-            for c in near:
+            for c_at in range(near.shape[0]):
+                c = near[c_at]
                 for a in range(7):
                     acc[chunk, c, a] += mine[c, a]
+
+
+@numba.njit(cache=True)
+def _bound_sdf(k, pa, pb, pc, bound, lx, ly, lz, limit):
+    """A cheap lower bound on the signed distance [m] of local point l to a collider of kind k, sizes
+    (pa, pb, pc), bounding-ball radius ``bound``: exact for a basic shape within ``limit`` of its
+    bounding box or ball, inf beyond, −inf (unknown) for a prism or mesh there. Scalars only: the contact
+    kernel calls it per particle, and every array passed to a function costs two atomic reference counts
+    (with packed tuples, they took 85 % of the kernel)."""
+    if k == BOX:
+        if max(abs(lx) - pa, abs(ly) - pb, abs(lz) - pc) >= limit:
+            return np.inf
+    elif bound > 0.0 and math.sqrt(lx * lx + ly * ly + lz * lz) - bound >= limit:
+        return np.inf
+    if is_basic(k):
+        return basic_sdf(k, pa, pb, pc, lx, ly, lz)[0]
+    return -np.inf
 
 
 @numba.njit(cache=True)
 def _distance(col, f, out, c, wx, wy, wz, limit):
     """``_world_sdf`` of world point w [m] to collider c, or (inf, 0, 0, 0) when a cheap bound (its box,
     its bounding ball) already puts w ``limit`` [m] or more from it. out (4,): scratch."""
-    r, q = f.rot1[c], f.pos1[c]
-    ex, ey, ez = wx - q[0], wy - q[1], wz - q[2]
-    lx = r[0, 0] * ex + r[1, 0] * ey + r[2, 0] * ez
-    ly = r[0, 1] * ex + r[1, 1] * ey + r[2, 1] * ez
-    lz = r[0, 2] * ex + r[1, 2] * ey + r[2, 2] * ez
+    r = f.rot1
+    ex, ey, ez = wx - f.pos1[c, 0], wy - f.pos1[c, 1], wz - f.pos1[c, 2]
+    lx = r[c, 0, 0] * ex + r[c, 1, 0] * ey + r[c, 2, 0] * ez
+    ly = r[c, 0, 1] * ex + r[c, 1, 1] * ey + r[c, 2, 1] * ez
+    lz = r[c, 0, 2] * ex + r[c, 1, 2] * ey + r[c, 2, 2] * ez
     k = col.shapes.kind[c]
     params = col.shapes.params
     if k == BOX:
@@ -527,13 +589,13 @@ def _distance(col, f, out, c, wx, wy, wz, limit):
         out[0], out[1], out[2], out[3] = basic_sdf(k, params[c, 0], params[c, 1], params[c, 2], lx, ly, lz)
     else:
         sdf(col.shapes, c, lx, ly, lz, out)
-    return (out[0], r[0, 0] * out[1] + r[0, 1] * out[2] + r[0, 2] * out[3],
-            r[1, 0] * out[1] + r[1, 1] * out[2] + r[1, 2] * out[3],
-            r[2, 0] * out[1] + r[2, 1] * out[2] + r[2, 2] * out[3])
+    return (out[0], r[c, 0, 0] * out[1] + r[c, 0, 1] * out[2] + r[c, 0, 2] * out[3],
+            r[c, 1, 0] * out[1] + r[c, 1, 1] * out[2] + r[c, 1, 2] * out[3],
+            r[c, 2, 0] * out[1] + r[c, 2, 1] * out[2] + r[c, 2, 2] * out[3])
 
 
 @numba.njit(cache=True)
-def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
+def _pinched(colliders, frames, near, out, wx, wy, wz, start, thickness):
     """Whether a particle at world point w [m], as the solver left it, is pinched between a bounded
     collider s (the body) and a larger one l (the level: bounding ball, 0 counts as infinite), and
     where it slides to (``_unpinch``): (pinched, x, y, z). It is when it lies in s's contact band
@@ -549,8 +611,10 @@ def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
     A particle at the foot of a face the way out heads into is left to the contact (pushed out along
     the face's normal): cloth beside a standing body stays there. start: x_prev (tuple) [m];
     thickness: the cloth's [m]; out (4,): scratch."""
+    col, f = colliders.value, frames.value
     bound, margin = f.bound, col.margin
-    for s in near:
+    for s_at in range(near.shape[0]):
+        s = near[s_at]
         if bound[s] == 0.0:
             continue
         reach_s = thickness + margin[s]
@@ -558,7 +622,8 @@ def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
         if ds >= reach_s:
             continue
         slack = reach_s - min(ds, 0.0)
-        for l in near:
+        for l_at in range(near.shape[0]):
+            l = near[l_at]
             if l == s or 0.0 < bound[l] <= bound[s]:
                 continue
             reach_l = thickness + margin[l]
@@ -569,7 +634,7 @@ def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
             pinched = ds < 0.0 or facing < PINCH_COSINE
             if not pinched and facing < -PINCH_COSINE:
                 ex, ey, ez = _exit(f, s, col.shapes.kind[s], lx, ly, lz)
-                pinched = ex * sx + ey * sy + ez * sz >= SIDE
+                pinched = ex * sx + ey * sy + ez * sz >= PINCH_SIDE
             if pinched:
                 ux, uy, uz = _unpinch(col, f, out, s, l, (wx, wy, wz), start, thickness)
                 return True, ux, uy, uz
@@ -577,12 +642,14 @@ def _pinched(col, f, near, out, wx, wy, wz, start, thickness):
 
 
 @numba.njit(cache=True)
-def _facing(col, f, near, out, c, wx, wy, wz, thickness, nx, ny, nz):
+def _facing(colliders, frames, near, out, c, wx, wy, wz, thickness, nx, ny, nz):
     """The first other collider (not both unbounded with c) whose contact reach world point w [m] is in
     and whose outward normal there faces c's, n (world, unit), at more than 120° (``PINCH_COSINE``);
     −1 if none. out (4,): scratch."""
+    col, f = colliders.value, frames.value
     bound, margin = f.bound, col.margin
-    for b in near:
+    for b_at in range(near.shape[0]):
+        b = near[b_at]
         if b == c or (bound[b] == 0.0 and bound[c] == 0.0):
             continue
         reach_b = thickness + margin[b]
@@ -603,23 +670,6 @@ def _exit(f, small, kind, nx, ny, nz):
     ex, ey, ez = f.centre[0] - q[0], f.centre[1] - q[1], f.centre[2] - q[2]
     along = ex * nx + ey * ny + ez * nz
     ex, ey, ez = ex - along * nx, ey - along * ny, ez - along * nz
-    if SNAP and kind == BOX:
-        r = f.rot1[small]
-        best, bx, by, bz = -1.0, 0.0, 0.0, 0.0
-        for a in range(3):
-            ax, ay, az = r[0, a], r[1, a], r[2, a]
-            t = ax * nx + ay * ny + az * nz
-            ax, ay, az = ax - t * nx, ay - t * ny, az - t * nz
-            m = math.sqrt(ax * ax + ay * ay + az * az)
-            if m < 1e-9:
-                continue
-            dot = (ax * ex + ay * ey + az * ez) / m
-            if abs(dot) > best:
-                best = abs(dot)
-                sign = 1.0 if dot >= 0.0 else -1.0
-                bx, by, bz = sign * ax / m, sign * ay / m, sign * az / m
-        if best > 0.0:
-            ex, ey, ez = bx, by, bz
     length = math.sqrt(ex * ex + ey * ey + ez * ez)
     if length < 1e-9:
         r = f.rot1[small]
@@ -671,17 +721,17 @@ def _unpinch(col, f, out, c, b, w, start, thickness):
     along = sx * nx + sy * ny + sz * nz
     tx, ty, tz = sx - along * nx, sy - along * ny, sz - along * nz
     m = math.sqrt(tx * tx + ty * ty + tz * tz)
-    if NEAREST and m > 1e-3:
+    if m > 1e-3:
         tx, ty, tz = tx / m, ty / m, tz / m
-        if tx * ex + ty * ey + tz * ez >= EXITDOT:
+        if tx * ex + ty * ey + tz * ez >= PINCH_NEAREST:
             back = (start[0] - wx) * tx + (start[1] - wy) * ty + (start[2] - wz) * tz
-            hi = PINCH_SLIDE + min(max(back, 0.0), BACK)
+            hi = PINCH_SLIDE + max(back, 0.0)
             if _world_sdf(col, f, out, small, wx + hi * tx, wy + hi * ty, wz + hi * tz)[0] >= reach:
                 return _bisect(col, f, out, small, wx, wy, wz, tx, ty, tz, hi, reach)
     # at most PINCH_SLIDE ahead of where it started the substep: the solver pulling it back (cloth that
     # wraps the body's corner, a hem held outside) cannot hold it under the body
     back = (start[0] - wx) * ex + (start[1] - wy) * ey + (start[2] - wz) * ez
-    hi = PINCH_SLIDE + min(max(back, 0.0), BACK)
+    hi = PINCH_SLIDE + max(back, 0.0)
     if _world_sdf(col, f, out, small, wx + hi * ex, wy + hi * ey, wz + hi * ez)[0] < reach:
         return wx + hi * ex, wy + hi * ey, wz + hi * ez      # deep under it: this substep's share
     return _bisect(col, f, out, small, wx, wy, wz, ex, ey, ez, hi, reach)
