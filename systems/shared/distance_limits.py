@@ -484,28 +484,6 @@ def _anchors_changed(inv_mass, mask):
 
 
 @numba.njit(cache=True)
-def _reach_ratio(anchors, reach, x):
-    """Largest |x_a − x_b| / reach[a, b] over pairs of anchors (0 when none is connected) [-].
-
-    A ratio above 1 proves the limit impossible: every path of limited links between a and b would have
-    to be at least |x_a − x_b| long, more than the sum of its bounds."""
-    worst = 0.0
-    k = anchors.shape[0]
-    for s in range(k):
-        a = anchors[s]
-        for t in range(s + 1, k):
-            r = reach[s, t]
-            if r == math.inf or r <= 0.0:
-                continue
-            b = anchors[t]
-            dx = np.float64(x[a, 0]) - np.float64(x[b, 0])
-            dy = np.float64(x[a, 1]) - np.float64(x[b, 1])
-            dz = np.float64(x[a, 2]) - np.float64(x[b, 2])
-            worst = max(worst, math.sqrt(dx * dx + dy * dy + dz * dz) / r)
-    return worst
-
-
-@numba.njit(cache=True)
 def _anchor_distances(anchors, link_i, link_j, link_hi, offsets, neighbours, distance):
     """Fill distance (k, n) [m] with the shortest path from each anchor to each particle through limited
     links, a link's length being its bound hi (Dijkstra with a binary heap, one search per anchor; paths
@@ -565,7 +543,10 @@ def _anchor_distances(anchors, link_i, link_j, link_hi, offsets, neighbours, dis
 
 @numba.njit(cache=True)
 def _relaxed_scales(anchors, reach, distance, link_i, link_j, link_hi, keep, x, link_scale):
-    """Raise link_scale (c,) [-] where anchors too far apart pull; return the largest factor [-].
+    """Raise link_scale (c,) [-] where anchors too far apart pull; return the largest factor [-] (1: no pair
+    of anchors is farther apart than its reach, nothing changed). A gap D above the reach R of a pair proves
+    the limit impossible: every path of limited links between them would have to be at least D long, more
+    than the sum of its bounds.
 
     For each pair of anchors a, b with gap D = |x_a − x_b| > reach R: every link (u, v) on a path from a
     to b no longer than D/keep in bounds (min over orientations of distance[a, u] + hi + distance[b, v];
@@ -643,9 +624,10 @@ def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x):
         t.link_scale[:] = 1.0
         t.relaxed[0] = False
     stretch = 1.0
-    if t.anchors.shape[0] > 1 and _reach_ratio(t.anchors, t.reach, x) > 1.0:
+    if t.anchors.shape[0] > 1:                           # > 1: two anchors are farther apart than the limit allows
         stretch = _relaxed_scales(t.anchors, t.reach, t.distance, t.link_i, t.link_j, t.link_hi, 1.0 - SHRINK, x,
                                   t.link_scale)
+    if stretch > 1.0:
         t.relaxed[0] = True
         max_visits = min(max_visits, relaxed_visits)
     elif t.anchors.shape[0] > 0:
