@@ -415,9 +415,12 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 break
             reach = cloth.thickness + margin[c]
             # particle in the collider's frame: end of substep (end pose), start (start pose)
-            lx = rot1[c, 0, 0] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 0] * (x[p, 1] - pos1[c, 1]) + rot1[c, 2, 0] * (x[p, 2] - pos1[c, 2])
-            ly = rot1[c, 0, 1] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 1] * (x[p, 1] - pos1[c, 1]) + rot1[c, 2, 1] * (x[p, 2] - pos1[c, 2])
-            lz = rot1[c, 0, 2] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 2] * (x[p, 1] - pos1[c, 1]) + rot1[c, 2, 2] * (x[p, 2] - pos1[c, 2])
+            lx = (rot1[c, 0, 0] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 0] * (x[p, 1] - pos1[c, 1])
+                  + rot1[c, 2, 0] * (x[p, 2] - pos1[c, 2]))
+            ly = (rot1[c, 0, 1] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 1] * (x[p, 1] - pos1[c, 1])
+                  + rot1[c, 2, 1] * (x[p, 2] - pos1[c, 2]))
+            lz = (rot1[c, 0, 2] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 2] * (x[p, 1] - pos1[c, 1])
+                  + rot1[c, 2, 2] * (x[p, 2] - pos1[c, 2]))
             swept = False
             kc, pa, pb, pc = kind[c], params[c, 0], params[c, 1], params[c, 2]
             basic = is_basic(kc)           # basic shapes: basic_sdf on scalars (shapes.sdf's docstring)
@@ -633,7 +636,7 @@ def _pinched(colliders, frames, near, out, wx, wy, wz, start, thickness):
             facing = sx * lx + sy * ly + sz * lz
             pinched = ds < 0.0 or facing < PINCH_COSINE
             if not pinched and facing < -PINCH_COSINE:
-                ex, ey, ez = _exit(f, s, col.shapes.kind[s], lx, ly, lz)
+                ex, ey, ez = _exit(f, s, lx, ly, lz)
                 pinched = ex * sx + ey * sy + ez * sz >= PINCH_SIDE
             if pinched:
                 ux, uy, uz = _unpinch(col, f, out, s, l, (wx, wy, wz), start, thickness)
@@ -660,7 +663,7 @@ def _facing(colliders, frames, near, out, c, wx, wy, wz, thickness, nx, ny, nz):
 
 
 @numba.njit(cache=True)
-def _exit(f, small, kind, nx, ny, nz):
+def _exit(f, small, nx, ny, nz):
     """Unit direction [-] in which cloth pinched under collider ``small`` slides out, within the larger
     collider's surface (outward unit normal n there, world): from the body's centre toward the cloth's
     centre (f.centre), so every pinched particle of a cloth leaves the same way, as one piece (the
@@ -716,7 +719,7 @@ def _unpinch(col, f, out, c, b, w, start, thickness):
     ds, sx, sy, sz = _world_sdf(col, f, out, small, wx, wy, wz)
     if ds >= reach:
         return wx, wy, wz
-    ex, ey, ez = _exit(f, small, col.shapes.kind[small], nx, ny, nz)         # ... then out along it
+    ex, ey, ez = _exit(f, small, nx, ny, nz)         # ... then out along it
     # the body's nearest face, if it is on the way out's side: the shortest way, within the level's surface
     along = sx * nx + sy * ny + sz * nz
     tx, ty, tz = sx - along * nx, sy - along * ny, sz - along * nz
