@@ -19,8 +19,11 @@ Scenes (``SCENES``), all at dt = 1/60 s:
 A setting is ``SxI`` (S substeps, I sweeps per substep) or ``SxIL<pct>`` (the same with
 ``ClothMaterial(strain_limit=pct/100)``: Provot's limit, ``16x2L1`` for 1 %).
 
+``--solver vbd`` runs the same scenes with Vertex Block Descent in XPBD's place (benchmarks/vbd.py: links
+only, ``--vbd-stiffness`` [N/m] for inextensible links, ``--vbd-rho`` its Chebyshev acceleration).
+
 Run: python -m loom.benchmarks stiffness [--scene sphere table] [--setting 16x2 64x1 16x2L2 ...] [--n 64]
-     [--threads 1]
+     [--threads 1] [--solver xpbd|vbd] [--vbd-stiffness 1e4] [--vbd-rho 0]
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from loom.benchmarks import vbd
 from loom.components import STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, Wind
 from loom.engine import App, mesh
 from loom.systems import DefaultPlugins
@@ -40,6 +44,8 @@ REST_STEPS = 30
 """The last steps of a run, whose worst strain is the strain at rest."""
 SETTINGS = ("16x2", "32x1", "64x1", "128x1", "16x2L2", "32x1L2")
 """Default settings swept: substeps × sweeps per substep (the default is 16 × 2), L: Provot's limit [%]."""
+SOLVERS = ("xpbd", "vbd")
+"""``--solver``: Loom's XPBD, or Vertex Block Descent in its place (benchmarks/vbd.py)."""
 
 
 def _sheet(n: int, size: float, centre: tuple[float, float, float], plane: str) -> mesh.Mesh:
@@ -126,14 +132,19 @@ def parse_setting(setting: str) -> tuple[int, int, float | None]:
     return substeps, iterations, strain_limit
 
 
-def run(scene: str, setting: str, *, n: int, threads: int, steps: int | None = None) -> dict:
-    """Run ``scene`` under ``setting`` (``parse_setting``) for ``steps`` (None: the scene's own); return the
-    JSON record."""
+def run(scene: str, setting: str, *, n: int, threads: int, steps: int | None = None, solver: str = "xpbd",
+        vbd_stiffness: float = vbd.STIFFNESS, vbd_rho: float = 0.0) -> dict:
+    """Run ``scene`` under ``setting`` (``parse_setting``) for ``steps`` (None: the scene's own) with ``solver``
+    (xpbd, or vbd: ``vbd.use_vbd`` with ``vbd_stiffness`` and ``vbd_rho``); return the JSON record."""
     substeps, iterations, strain_limit = parse_setting(setting)
     build, scene_steps = SCENES[scene]
     steps = scene_steps if steps is None else max(steps, REST_STEPS + 2)
     app = App(dt=1 / 60, substeps=substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
+    if solver == "vbd":
+        vbd.use_vbd(app, stiffness=vbd_stiffness, rho=vbd_rho)
+    elif solver != "xpbd":
+        raise ValueError(f"solver = {solver!r}: expected one of {', '.join(SOLVERS)}")
     drive = build(app, n)
     for _, cloth in app.query(Cloth):
         cloth.iterations = iterations
@@ -160,11 +171,13 @@ def run(scene: str, setting: str, *, n: int, threads: int, steps: int | None = N
     nan = any(not np.isfinite(c.x).all() for _, c in app.query(Cloth))
     app.close()
     calm = np.concatenate(strains) if strains else np.zeros(1)
-    record = {"scene": scene, "n": n, "setting": setting, "substeps": substeps, "iterations": iterations,
+    record = {"scene": scene, "n": n, "setting": setting, "solver": solver, "substeps": substeps, "iterations": iterations,
               "strain_limit": strain_limit, "threads": threads, "steps": steps - 1,
               "ms_per_step": round(1000 * elapsed / (steps - 1), 3),
               "worst_pct": round(100 * float(calm.max()), 3), "p99_pct": round(100 * float(np.percentile(calm, 99)), 3),
               "rest_pct": round(100 * rest, 3), "penetration_mm": round(1000 * penetration, 2), "nan": nan}
+    if solver == "vbd":
+        record.update(vbd_stiffness=vbd_stiffness, vbd_rho=vbd_rho)
     if wind:
         blown = np.concatenate(wind)
         record["wind_worst_pct"] = round(100 * float(blown.max()), 3)
@@ -179,7 +192,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=64, help="particles per side (hang, sphere, table, pushed)")
     p.add_argument("--threads", type=int, choices=(1, 2), default=1)
     p.add_argument("--steps", type=int, default=None, help="steps per run (default: each scene's own)")
+    p.add_argument("--solver", choices=SOLVERS, default="xpbd", help="vbd: Vertex Block Descent (benchmarks/vbd.py)")
+    p.add_argument("--vbd-stiffness", type=float, default=vbd.STIFFNESS, help="VBD: inextensible links' k [N/m]")
+    p.add_argument("--vbd-rho", type=float, default=0.0, help="VBD: Chebyshev rho in [0, 1), 0 off")
     args = p.parse_args(argv)
+    try:
+        vbd.VBDSolver(args.vbd_stiffness, args.vbd_rho)
+    except ValueError as e:
+        p.error(str(e))
     if args.n < 4:
         p.error(f"--n {args.n}: a sheet needs at least 4 particles per side")
     for setting in args.setting:
@@ -190,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     for scene in args.scene:
         records = []
         for setting in args.setting:
-            record = run(scene, setting, n=args.n, threads=args.threads, steps=args.steps)
+            record = run(scene, setting, n=args.n, threads=args.threads, steps=args.steps, solver=args.solver,
+                         vbd_stiffness=args.vbd_stiffness, vbd_rho=args.vbd_rho)
             records.append(record)
             print(json.dumps(record), flush=True)
         ok = [r for r in records if r["worst_pct"] <= 2.0 and not r["nan"]]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from loom.components import Cloth
+
 ROOT = Path(__file__).resolve().parent.parent
 SHEET_KEYS = {"impl", "n", "particles", "constraints", "steps", "wall_s", "steps_per_s",
               "constraint_projections_per_s", "final_max_stretch", "warmup_s"}
@@ -131,3 +133,38 @@ def test_stiffness_benchmark_rejects_a_malformed_setting():
     out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "stiffness", "--setting", "16by2"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "16by2" in out.stderr and "substeps x sweeps" in out.stderr
+
+
+def test_vbd_newton_step_lands_on_the_minimum_of_the_incremental_potential():
+    """A free particle below a pinned one on a stretched vertical link: G(x) = m/(2h²)(x − y)² + ½k(L − l₀)² is
+    quadratic along the link, so one VBD vertex step (a 3×3 Newton step) must land exactly on its minimum
+    x = (m/h²·y + k·(p − l₀)) / (m/h² + k) (p the pinned particle's height). Tolerance 1e-12 m: float64
+    rounding of a handful of operations on values of order 1."""
+    from loom.benchmarks import vbd
+    m, k, h, rest = 0.02, 500.0, 1 / 240, 0.1
+    y = np.array([[0.0, 1.0, 0.0], [0.0, 0.8, 0.0]])          # predicted: the link stretched to 0.2 m
+    cloth = Cloth(x=y.copy(), rest_x=np.array([[0.0, 1.0, 0.0], [0.0, 1.0 - rest, 0.0]]), mass=np.array([m, m]),
+                  links=np.array([[0, 1]]), link_kind=np.array([0]))
+    rest = cloth.link_rest[0]                                   # 0.1 m to rounding
+    cloth.inv_mass[0] = 0.0                                     # pinned top
+    blocks = vbd.VertexBlocks(cloth, stiffness=k)
+    x = y.copy()
+    vbd.vbd_iterate(1, 1 / h**2, 0.0, x, y, cloth.inv_mass, (blocks.mass, blocks.offsets, blocks.neighbour,
+                    blocks.rest, blocks.k, blocks.vertices, blocks.colour_offsets), blocks.history)
+    expected = (m / h**2 * 0.8 + k * (1.0 - rest)) / (m / h**2 + k)
+    assert abs(x[1, 1] - expected) < 1e-12 and x[1, 0] == 0.0 and x[1, 2] == 0.0
+    assert (x[0] == y[0]).all()                                 # the pinned particle stays
+
+
+def test_stiffness_benchmark_runs_the_vbd_solver_in_xpbds_place():
+    """``--solver vbd`` runs the same scene through the same pipeline with VBD as the constraint system: the
+    record names it, the 8² sheet lands on the ball without NaN and without going through it, and a bad
+    Chebyshev rho is one clear error naming the value."""
+    records = run_benchmark("stiffness", "--scene", "sphere", "--setting", "8x2", "--n", "8", "--steps", "40",
+                            "--solver", "vbd")
+    run = [r for r in records if "setting" in r][0]
+    assert run["solver"] == "vbd" and run["vbd_stiffness"] == 1e4 and not run["nan"]
+    assert run["penetration_mm"] == 0.0 and run["p99_pct"] <= run["worst_pct"] < 100.0
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "stiffness", "--solver", "vbd", "--vbd-rho", "1.5"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "rho = 1.5" in out.stderr
