@@ -12,11 +12,12 @@ threads.apply_policy()
 from loom.engine import mesh  # noqa: E402  (after the thread policy)
 from loom.engine.app import App
 from loom.engine.clock import FixedClock
+from loom.engine.frame_stats import FrameStats
 from loom.engine.mesh import Mesh
 from loom.engine.plugin import Plugin, PluginError, PluginGroup
-from loom.engine.runner import HEADLESS_FRAMES, WindowRunner, parser, print_report, run_app
+from loom.engine.runner import HEADLESS_FRAMES, WindowRunner, check_outputs, parser, print_report, run_app
 from loom.engine.schedule import Stage
 from loom.engine.window import Window, WindowSettings
 
-__all__ = ["HEADLESS_FRAMES", "App", "FixedClock", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
-           "WindowSettings", "mesh", "parser", "print_report", "run_app"]
+__all__ = ["HEADLESS_FRAMES", "App", "FixedClock", "FrameStats", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
+           "WindowSettings", "check_outputs", "mesh", "parser", "print_report", "run_app"]

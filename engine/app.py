@@ -33,6 +33,7 @@ import esper
 from numba import get_num_threads, set_num_threads
 
 from loom.engine.clock import FixedClock, _checked_dt
+from loom.engine.frame_stats import FrameStats
 from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
                                plugin_name)
 from loom.engine.schedule import Schedule, Stage, System
@@ -85,7 +86,9 @@ class App:
         self._pending_despawns: set[int] = set()
         self._closed = False
         self.sim_seconds = 0.0
-        """Wall-clock time spent in fixed steps since the start [s] (for reports and HUDs)."""
+        """Wall-clock time spent in fixed steps since the start [s] (for reports)."""
+        self.frame_stats = FrameStats()
+        """Frames per second and ms per step over the last second, the first step (compile) left out (HUDs)."""
         self.profiling = False
         """When True, ``step`` times every system; totals accumulate in ``system_seconds``."""
         self.system_seconds: dict[str, float] = {}
@@ -356,12 +359,15 @@ class App:
         self._reporters.append(reporter)
 
     def report(self) -> dict[str, Any]:
-        """Return a summary of the run: frames, simulated time, sim ms per frame, plus each reporter's."""
+        """Return a summary of the run: frames, simulated time, sim ms per frame (the mean since the start), the
+        last second's frames per second and ms per step (``frame_stats``: what a HUD shows), plus each reporter's."""
         steps = self.clock.step_index
         out: dict[str, Any] = {
             "frames": steps,
             "time_s": round(self.clock.time, 9),
             "sim_ms_per_frame": round(1000.0 * self.sim_seconds / steps, 4) if steps else 0.0,
+            "recent_fps": round(self.frame_stats.fps, 2),
+            "recent_sim_ms_per_frame": round(self.frame_stats.sim_ms_per_step, 4),
         }
         for reporter in self._reporters:
             out.update(reporter(self))
@@ -438,8 +444,11 @@ class App:
                     self._deferring = False
                     if self._pending:
                         self._apply_deferred()
+                ended = time.perf_counter()
                 if tuner is not None:
-                    tuner.record(time.perf_counter() - began)
+                    tuner.record(ended - began)
+                if clock.step_index > 1:                   # the first step compiles or loads the kernels
+                    self.frame_stats.step(ended, ended - began)
         finally:
             if get_num_threads() != numba_threads:
                 set_num_threads(numba_threads)
@@ -467,6 +476,7 @@ class App:
         of freezing the game while the simulation catches up. Raises RuntimeError when called from
         inside a step or frame (a system or event handler) or after ``close()``."""
         self._enter("update")
+        self.frame_stats.frame(time.perf_counter())
         try:
             steps = self.clock.advance(real_dt)
             self.run_stage(Stage.INPUT, real_dt)

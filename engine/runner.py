@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -58,11 +59,42 @@ _frames = whole_number("--frames", 0)
 _threads = whole_number("--threads", 1)
 
 
+OUTPUT_OPTIONS = ("screenshot", "record", "out")
+"""Options naming a file a run writes; ``run_app`` checks each given one before the run (``check_output``)."""
+
+
+def check_output(option: str, path: str | None) -> None:
+    """Exit at once with one line (``loom: --option PATH: why``, status 1) when ``path`` cannot be written: its
+    folder is missing or not a folder, it is a folder itself, or the folder is not writable. None passes."""
+    if path is None:
+        return
+    target = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        why = "is a folder, expected a file name"
+    elif not os.path.exists(folder):
+        why = f"no such folder {folder}"
+    elif not os.path.isdir(folder):
+        why = f"{folder} is not a folder"
+    elif not os.access(folder, os.W_OK):
+        why = f"cannot write in {folder}"
+    else:
+        return
+    raise SystemExit(f"loom: --{option} {path}: {why}")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """``check_output`` for every option of ``OUTPUT_OPTIONS`` that ``args`` has."""
+    for option in OUTPUT_OPTIONS:
+        check_output(option, getattr(args, option, None))
+
+
 def run_app(app: Any, argv: Iterable[str] | None = None, *,
             arg_parser: argparse.ArgumentParser | None = None) -> dict[str, Any]:
     """Parse ``argv`` (default: sys.argv[1:]), run ``app`` headless or windowed, print and return the report."""
     p = arg_parser or parser()
     args = p.parse_args(None if argv is None else list(argv))
+    check_outputs(args)                                    # a bad path is one line now, not after the run
     if getattr(args, "threads", None) is not None:
         try:
             app.set_threads(args.threads)

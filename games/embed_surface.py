@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 from loom.components import Camera, Cloth, ClothStyle, Pin, Transform
-from loom.engine import HEADLESS_FRAMES, App, mesh, parser, print_report
+from loom.engine import HEADLESS_FRAMES, App, check_outputs, mesh, parser, print_report
 from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line
@@ -92,6 +92,7 @@ def save_screenshot(screen: pygame.Surface, path: str) -> None:
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the game as the command line says and return (and print) its report."""
     args = parse_args(argv)
+    check_outputs(args)                                                            # a bad path: one line, now
     limit = frame_limit(args)
     if args.headless:
         os.environ["SDL_VIDEODRIVER"] = "dummy"                                    # plain surfaces, no window

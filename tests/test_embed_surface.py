@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -80,3 +81,12 @@ def test_frames_in_a_window_stop_the_game_and_the_screenshot_is_saved(tmp_path):
     report = json_report(run)                                           # ran forever: --frames was ignored
     assert 15 <= report["frames"] <= 40 and report["nan"] is False, report     # real clock: ~one step a frame
     assert out.is_file() and pygame.image.load(str(out)).get_size() == embed_surface.SIZE
+
+
+def test_a_bad_screenshot_path_is_one_line_before_the_run(tmp_path):
+    """The path is checked before anything is simulated: asking for 100 000 frames still returns at once."""
+    out = tmp_path / "missing-dir" / "embed.png"
+    started = time.perf_counter()
+    run = run_game("--headless", "--frames", "100000", "--screenshot", str(out))
+    assert run.returncode == 1 and time.perf_counter() - started < 30, run.stderr
+    assert run.stderr.strip() == f"loom: --screenshot {out}: no such folder {out.parent}"

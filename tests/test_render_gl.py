@@ -20,7 +20,8 @@ from loom.engine import App, mesh
 from loom.engine.runner import run_app
 from loom.engine.window import FrameCapture
 from loom.systems import DefaultPlugins
-from loom.systems.render.gl import GLRenderer, GLRenderPlugin, read_pixels, release_renderer, render_frame, tessellate
+from loom.systems.render.gl import (GLRenderer, GLRenderPlugin, hud_rate, read_pixels, release_renderer, render_frame,
+                                    tessellate)
 from loom.systems.render.surface import vertex_normals
 from loom.systems.render.window import orbit_camera
 
@@ -222,6 +223,27 @@ def test_headless_screenshot_renders_one_offscreen_frame(gl_app, tmp_path, capsy
     image = pygame.surfarray.array3d(pygame.image.load(str(out))).transpose(1, 0, 2)
     assert image.shape == (H, W, 3)
     assert (np.abs(image.astype(int) - background(app)).max(axis=2) > 10).mean() > 0.05
+
+
+def test_a_bad_screenshot_path_stops_the_run_before_its_first_step(make_app, tmp_path):
+    """A missing folder, a path that is a folder: one line naming the option and the path, nothing stepped."""
+    app = make_app()
+    for path, why in ((tmp_path / "no" / "out.png", f"no such folder {tmp_path / 'no'}"),
+                      (tmp_path, "is a folder, expected a file name")):
+        with pytest.raises(SystemExit) as stop:
+            run_app(app, ["--headless", "--frames", "5", "--screenshot", str(path)])
+        assert str(stop.value) == f"loom: --screenshot {path}: {why}"
+        assert app.clock.step_index == 0
+
+
+def test_headless_screenshot_hud_shows_the_measured_step_rate_not_zero(gl_app, tmp_path):
+    """The HUD of a headless screenshot reads the steps per second the run measured (issue 18: it read 0.0 FPS)."""
+    app = gl_app(RenderSettings(hud=True))
+    hanging_sheet(app, Camera(target=(0.0, 0.5, -0.3), distance=2.2), seconds=0.0)
+    app.step(20)
+    rate = hud_rate(app.frame_stats)
+    assert rate.endswith("steps/s headless") and float(rate.split()[0]) > 0.0
+    assert app.report()["recent_sim_ms_per_frame"] > 0.0
 
 
 # --- window: camera controls, the loop, and a real X window under xvfb ------------------------------------------

@@ -15,7 +15,8 @@ What one frame draws (``draw_scene``, once per rendered frame, after the fixed s
    wireframe, strain heatmap, or particles as points. Loop subdivision and smooth normals come from
    systems/render/surface.py; each cloth owns one vertex buffer, preallocated and updated in place with
    ``buffer.write`` of a preallocated float32 array — no GL object is created per frame;
-3. the HUD: FPS, particles, sim ms per frame and model (``App.report()``), rendered with pygame.font into one
+3. the HUD: FPS and sim ms per step over the last second (``App.frame_stats``: the first step's compile left
+   out; headless, fixed steps per second), particles and model, rendered with pygame.font into one
    fixed-size texture four times a second.
 
 Where it draws: into the window's back buffer when a ``Window`` resource with OpenGL is open (the window
@@ -37,6 +38,7 @@ from loom.components import Camera, Cloth, Collider, Transform
 from loom.components.collider import Box, Capsule, Cylinder, Plane, Prism, Sphere, TriangleMesh
 from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
+from loom.engine.frame_stats import FrameStats
 from loom.engine.geometry import grid_triangles
 from loom.engine.window import FrameCapture, Window, WindowSettings, create_gl_context, save_png
 from loom.systems.render.surface import ClothSurface
@@ -254,8 +256,6 @@ class GLRenderer:
     """True when drawing into a window's back buffer."""
     frames: int = 0
     """Frames drawn so far."""
-    fps: float = 0.0
-    """Smoothed frames per second (from the RENDER stage's real dt)."""
     default_camera: Camera = field(default_factory=Camera)
     """The camera used when the scene has no Camera entity."""
     default_style: ClothStyle = field(default_factory=ClothStyle)
@@ -302,8 +302,6 @@ class GLRenderer:
     def render(self, app: App, dt: float = 0.0) -> None:
         """Draw the scene once into ``target`` (creating the context on the first call); dt [s] feeds the FPS."""
         self.ensure_context(app)
-        if dt > 0.0:
-            self.fps = 1.0 / dt if self.fps == 0.0 else 0.9 * self.fps + 0.1 / dt
         settings = app.resources.get(RenderSettings) or RenderSettings()
         ctx = self.ctx
         self.target.use()
@@ -513,8 +511,8 @@ class GLRenderer:
         hud = self._hud
         report = app.report()
         models = sorted({cloth.model for _, cloth in app.query(Cloth)}) or ["-"]
-        lines = (f"{self.fps:5.1f} FPS   {report.get('particles', 0)} particles   "
-                 f"sim {report.get('sim_ms_per_frame', 0.0):.2f} ms/frame   model {', '.join(models)}",
+        lines = (f"{hud_rate(app.frame_stats)}   {report.get('particles', 0)} particles   "
+                 f"sim {app.frame_stats.sim_ms_per_step:.2f} ms/frame   model {', '.join(models)}",
                  f"view {settings.view}   [V] view  [H] HUD  [C] colliders  right-drag orbit  "
                  f"middle-drag pan  wheel zoom  [Esc] quit")
         surface = hud["surface"]
@@ -525,6 +523,14 @@ class GLRenderer:
 
 
 # --- systems, functions, plugin ------------------------------------------------------------------------------------
+def hud_rate(stats: FrameStats) -> str:
+    """The HUD's rate over the last second: "59.6 FPS" in a window, "412 steps/s headless" when the App was
+    stepped with no frames rendered (a headless screenshot)."""
+    if stats.windowed:
+        return f"{stats.fps:5.1f} FPS"
+    return f"{stats.fps:.0f} steps/s headless"
+
+
 def draw_scene(app: App, dt: float) -> None:
     """Draw the scene (Stage.RENDER): colliders, cloths in the current view, HUD; dt [s] is the real frame time."""
     app.resource(GLRenderer).render(app, dt)
