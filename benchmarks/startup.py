@@ -4,7 +4,9 @@ Each run is a fresh process, ``python -m loom.games.<game> --frames 1 --report j
 exit, with SDL's offscreen video driver (an OpenGL window with no display; ``--headless`` skips the
 window). "cold" points numba at an empty cache directory, so every kernel the first frame needs
 compiles, as on a fresh machine; "warm" runs again on that cache (every later run). One JSON line
-per run: game, cache, seconds, first_frame_ms (the first step, where cold compiles), video_driver.
+per run: game, cache, seconds, first_output_s (launch to the first line on stderr: a cold launch's compile
+progress, ``loom.engine.show_compile_progress``; null when it printed none), first_frame_ms (the mean step:
+one step, where cold compiles), video_driver.
 
 Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless]
 """
@@ -32,12 +34,23 @@ def run(game: str, cache_dir: str | None, *, headless: bool) -> dict:
     if headless:
         command.append("--headless")
     start = time.perf_counter()
-    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    first_output = None
+    errors = []
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        for line in process.stderr:                     # stdout is one JSON line: it cannot fill its pipe
+            if first_output is None:
+                first_output = time.perf_counter() - start
+            errors.append(line)
+        stdout = process.stdout.read()
+        code = process.wait(timeout=600)
     seconds = time.perf_counter() - start
-    if out.returncode != 0:
-        raise SystemExit(f"startup: {' '.join(command)} failed:\n{out.stderr[-2000:]}")
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    return {"game": game, "seconds": round(seconds, 3), "first_frame_ms": report.get("sim_ms_per_frame"),
+    if code != 0:
+        raise SystemExit(f"startup: {' '.join(command)} failed:\n{''.join(errors)[-2000:]}")
+    report = json.loads(stdout.strip().splitlines()[-1])
+    return {"game": game, "seconds": round(seconds, 3),
+            "first_output_s": None if first_output is None else round(first_output, 3),
+            "first_frame_ms": report.get("sim_ms_per_frame"),
             "video_driver": report.get("video_driver", "none")}
 
 

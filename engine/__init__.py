@@ -12,6 +12,7 @@ threads.apply_policy()
 from loom.engine import mesh  # noqa: E402  (after the thread policy)
 from loom.engine.app import App
 from loom.engine.clock import FixedClock
+from loom.engine.compile_progress import show_compile_progress
 from loom.engine.frame_stats import FrameStats
 from loom.engine.mesh import Mesh
 from loom.engine.plugin import Plugin, PluginError, PluginGroup
@@ -20,4 +21,4 @@ from loom.engine.schedule import Stage
 from loom.engine.window import Window, WindowSettings
 
 __all__ = ["HEADLESS_FRAMES", "App", "FixedClock", "FrameStats", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
-           "WindowSettings", "check_outputs", "mesh", "parser", "print_report", "run_app"]
+           "WindowSettings", "check_outputs", "mesh", "parser", "print_report", "run_app", "show_compile_progress"]

@@ -33,6 +33,7 @@ import esper
 from numba import get_num_threads, set_num_threads
 
 from loom.engine.clock import FixedClock, _checked_dt
+from loom.engine.compile_progress import compiles
 from loom.engine.frame_stats import FrameStats
 from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
                                plugin_name)
@@ -425,6 +426,7 @@ class App:
                 if count != get_num_threads():
                     set_num_threads(count)
                 began = time.perf_counter()
+                compiled = compiles()
                 # substeps are read per step: a system may change clock.substeps between steps (the
                 # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/pipeline/guard.py)
                 h, substeps = clock.h, clock.substeps
@@ -447,7 +449,7 @@ class App:
                 ended = time.perf_counter()
                 if tuner is not None:
                     tuner.record(ended - began)
-                if clock.step_index > 1:                   # the first step compiles or loads the kernels
+                if clock.step_index > 1 and compiles() == compiled:   # no compile or cache load in the HUD numbers
                     self.frame_stats.step(ended, ended - began)
         finally:
             if get_num_threads() != numba_threads:

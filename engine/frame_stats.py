@@ -3,7 +3,8 @@
 ``App.report()``'s ``sim_ms_per_frame`` is the mean since the start, so it carries the first step's kernel
 compile or cache load for the whole run (a HUD read "sim 2939 ms/frame" at 59.6 FPS). ``FrameStats`` keeps
 only the last ``RECENT_SECONDS``: each rendered frame (``App.update``) and each fixed step with its duration;
-the App's first step, which compiles or loads the kernels, is never counted.
+the App's first step (which loads the kernels from the cache or compiles them) and any step during which
+numba compiled something (``compile_progress.compiles``) are never counted.
 """
 from __future__ import annotations
 

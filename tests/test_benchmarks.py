@@ -64,6 +64,7 @@ def test_startup_benchmark_times_a_warm_launch_to_the_first_frame():
     (record,) = run_benchmark("startup", "--runs", "warm", "--headless")
     assert record["game"] == "cape" and record["cache"] == "warm"
     assert record["seconds"] > 0.0 and record["first_frame_ms"] > 0.0 and record["video_driver"] == "none"
+    assert record["first_output_s"] is None or 0.0 < record["first_output_s"] <= record["seconds"]
 
 
 def test_scenes_benchmark_prints_times_and_the_breakdown_per_scene():

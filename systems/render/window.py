@@ -30,7 +30,7 @@ from typing import Any
 
 from loom.components import Camera
 from loom.components.render import InputState, RenderSettings
-from loom.engine import App, Stage, WindowRunner
+from loom.engine import App, Stage, WindowRunner, show_compile_progress
 from loom.engine.runner import HEADLESS_FRAMES
 from loom.engine.window import (FrameCapture, Window, WindowSettings, close_window, display_available,
                            open_window)
@@ -126,6 +126,15 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
               "(add loom.systems.render.GLRenderPlugin())", file=sys.stderr)
     window = open_window(settings)
     app.insert_resource(window)
+    progress = show_compile_progress()                   # a first launch compiles in the first frames: say so
+    compiling = [False]
+
+    def caption(count: int, seconds: float, name: str) -> None:
+        pygame.display.set_caption(f"{settings.title} — compiling kernels (first launch): {count}, {seconds:.0f} s")
+        pygame.event.pump()                               # keep the window responsive meanwhile
+        compiling[0] = True
+
+    progress.hooks.append(caption)
     state = app.resource(InputState) if InputState in app.resources else app.insert_resource(InputState())
     state.size = (window.width, window.height)
     limit = args.frames
@@ -140,6 +149,9 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
             now = time.perf_counter()
             app.update(now - last)
             last = now
+            if compiling[0]:
+                pygame.display.set_caption(settings.title)    # compiled: the title is the game's again
+                compiling[0] = False
             frames += 1
             state.frame = frames
             if screenshot and limit is not None and frames == limit:
@@ -150,6 +162,7 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
         if screenshot:                                     # closed by the player: save what they saw last
             capture.save(app, screenshot)
     finally:
+        progress.hooks.remove(caption)
         app.emit("window_closing")                        # renderers free their GL objects while it exists
         del app.resources[Window]
         state.size = (0, 0)

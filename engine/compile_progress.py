@@ -1,0 +1,92 @@
+"""Progress while numba compiles: a first launch says what it prepares instead of going silent for 20 s.
+
+Loom's kernels are compiled on their first call and cached on disk (``cache=True``); a launch with an empty
+cache spends most of its first seconds there. ``show_compile_progress()`` listens to numba's compile events
+(``numba.core.event``, "numba:compile": fired for each function compiled, never for a cache load, so a warm
+launch prints nothing) and writes a line to stderr when compiling starts and then at most every
+``INTERVAL`` seconds: how many functions are compiled so far, the seconds spent, and the one compiling now.
+A window loop adds a hook (``CompileProgress.hooks``) to show the same in its title bar.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from numba.core import event
+
+INTERVAL = 1.0
+"""Seconds between two progress lines [s] (the first is printed at once)."""
+
+
+class CompileProgress(event.Listener):
+    """numba compile-event listener: counts the functions compiled and reports them, throttled."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = INTERVAL) -> None:
+        self.stream = stream
+        self.interval = interval
+        self.count = 0
+        """Functions compiled since this listener was installed."""
+        self.started: float | None = None
+        self._last = -float("inf")
+        self.hooks: list[Callable[[int, float, str], None]] = []
+        """Called as hook(count, seconds, name) with every progress line (a window sets its caption)."""
+
+    def on_start(self, ev: event.Event) -> None:
+        now = time.perf_counter()
+        if self.started is None:
+            self.started = now
+            self._write("loom: compiling numba kernels (first launch only: they are cached for the next)")
+        self.count += 1
+        dispatcher = (ev.data or {}).get("dispatcher")
+        name = getattr(getattr(dispatcher, "py_func", None), "__qualname__", "?")
+        if now - self._last >= self.interval:
+            self._last = now
+            seconds = now - self.started
+            self._write(f"loom:   {self.count} compiled, {seconds:.1f} s; now {name}")
+            for hook in list(self.hooks):
+                hook(self.count, seconds, name)
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+    def _write(self, line: str) -> None:
+        stream = self.stream or sys.stderr
+        print(line, file=stream, flush=True)
+
+
+class _Counter(event.Listener):
+    """Counts every function numba compiles in this process (``compiles()``), installed at import."""
+
+    count = 0
+
+    def on_start(self, ev: event.Event) -> None:
+        self.count += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+_counter = _Counter()
+event.register("numba:compile", _counter)
+_listener: CompileProgress | None = None
+
+
+def compiles() -> int:
+    """Functions numba has compiled in this process so far (cache loads not counted): the App leaves a step
+    during which this grew out of its HUD numbers (``FrameStats``)."""
+    return _counter.count
+
+
+
+def show_compile_progress(stream: TextIO | None = None) -> CompileProgress:
+    """Report numba compiles on ``stream`` (default stderr) from now on; returns the listener. Calling it again
+    returns the same listener (one line per event, however many games or runners ask)."""
+    global _listener
+    if _listener is None:
+        _listener = CompileProgress(stream)
+        event.register("numba:compile", _listener)
+    elif stream is not None:
+        _listener.stream = stream
+    return _listener
