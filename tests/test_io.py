@@ -494,7 +494,8 @@ def test_games_screenshot_into_an_impossible_path_is_one_line_and_status_1(tmp_p
                           str(target))
     assert status == 1, stderr
     line = _one_line(stderr)
-    assert line == f"loom: {target}: Not a directory"                 # the runner's line (engine/runner.py)
+    expected = f"loom: --screenshot {target}: {target.parent} is not a folder"   # checked before the run (runner.py)
+    assert line == expected
     status, stderr = _cli("loom.games.hanging_sheet", "--n", "6", "--headless", "--frames", "1", "--screenshot",
                           str(target))                                  # the game's own module: the same line
-    assert status == 1 and _one_line(stderr) == f"loom: {target}: Not a directory", stderr
+    assert status == 1 and _one_line(stderr) == expected, stderr
