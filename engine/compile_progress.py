@@ -79,7 +79,6 @@ def compiles() -> int:
     return _counter.count
 
 
-
 def show_compile_progress(stream: TextIO | None = None) -> CompileProgress:
     """Report numba compiles on ``stream`` (default stderr) from now on; returns the listener. Calling it again
     returns the same listener (one line per event, however many games or runners ask)."""

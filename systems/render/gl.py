@@ -300,7 +300,8 @@ class GLRenderer:
         self._textures["white"] = _texture(ctx, np.full((1, 1, 3), 255, np.uint8), nearest=True, repeat=True)
 
     def render(self, app: App, dt: float = 0.0) -> None:
-        """Draw the scene once into ``target`` (creating the context on the first call); dt [s] feeds the FPS."""
+        """Draw the scene once into ``target`` (creating the context on the first call); the HUD's FPS comes from
+        ``app.frame_stats``, not from dt [s]."""
         self.ensure_context(app)
         settings = app.resources.get(RenderSettings) or RenderSettings()
         ctx = self.ctx
