@@ -22,9 +22,10 @@ colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylin
                        ``TriangleMesh``, ``RigidBody2D``, ``Space2D``
 air and input          ``Wind`` (zones: ``WindBox``, ``WindSphere``), ``Blower``, ``Grab``, ``Camera``,
                        ``InputState``
-looks                  ``ClothStyle``, ``RenderSettings`` (``loom.components``)
+looks                  ``ClothStyle``, ``ColliderStyle``, ``Prop``, ``RenderSettings`` (``loom.components``)
 2D games               ``PixelSpace`` (the game's pixels: side-view camera, bodies in pixels); ``cape``,
-                       ``flag`` and their handles ``Cape``, ``Flag`` (``loom.prefabs``: one call each)
+                       ``flag`` and their handles ``Cape``, ``Flag`` (``loom.prefabs``: one call each); a drawn
+                       character, ``spawn_figure``, ``pose_figure``, ``Figure``
 the pipeline           ``DefaultPlugins``, ``ClothSet`` (``loom.systems``: one subpackage per concern)
 drawing                ``GLRenderPlugin``, ``SoftRenderer``, ``SoftRenderPlugin``, ``WindowPlugin``
                        (``loom.systems.render``)
@@ -62,10 +63,10 @@ _PUBLIC: dict[str, str] = {
     "Wind": "loom.components", "WindBox": "loom.components", "WindSphere": "loom.components",
     "Blower": "loom.components", "Grab": "loom.components",
     "Camera": "loom.components", "InputState": "loom.components", "ClothStyle": "loom.components",
-    "RenderSettings": "loom.components",
+    "ColliderStyle": "loom.components", "Prop": "loom.components", "RenderSettings": "loom.components",
     # a 2D game's pixels, and everyday cloth in one call
     "PixelSpace": "loom.components", "cape": "loom.prefabs", "flag": "loom.prefabs", "Cape": "loom.prefabs",
-    "Flag": "loom.prefabs",
+    "Flag": "loom.prefabs", "Figure": "loom.prefabs", "spawn_figure": "loom.prefabs", "pose_figure": "loom.prefabs",
     # the pipeline
     "DefaultPlugins": "loom.systems", "ClothSet": "loom.systems",
     # drawing

@@ -8,7 +8,12 @@ per run: game, cache, seconds, first_output_s (launch to the first line on stder
 progress, ``loom.engine.show_compile_progress``; null when it printed none), first_frame_ms (the mean step:
 one step, where cold compiles), video_driver.
 
-Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless]
+``--kernels N`` instead launches the game once, headless, on an empty cache for ``--frames`` steps (default 60,
+so contact kernels compile too) and prints the N numba functions that took longest to compile, one JSON line
+each: kernel (qualified name and module), seconds (its own compile, the functions it called left out),
+compiles (signatures), then a total line.
+
+Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless] [--kernels 20 [--frames 60]]
 """
 from __future__ import annotations
 
@@ -54,13 +59,72 @@ def run(game: str, cache_dir: str | None, *, headless: bool) -> dict:
             "video_driver": report.get("video_driver", "none")}
 
 
+_KERNEL_TIMES = """
+import json, runpy, sys, time
+from numba.core import event
+
+own, count, stack = {}, {}, []
+
+
+class Timer(event.Listener):                       # numba's compile events nest: a callee compiles inside its caller
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        stack.append([f"{f.__qualname__} ({f.__module__})", time.perf_counter(), 0.0])
+
+    def on_end(self, ev):
+        name, start, children = stack.pop()
+        took = time.perf_counter() - start
+        own[name] = own.get(name, 0.0) + took - children
+        count[name] = count.get(name, 0) + 1
+        if stack:
+            stack[-1][2] += took
+
+
+event.register("numba:compile", Timer())
+start = time.perf_counter()
+sys.argv = [sys.argv[1], "--headless", "--frames", sys.argv[2], "--report", "json"]
+try:
+    runpy.run_module("loom.games." + sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps({"total_s": time.perf_counter() - start, "kernels": [[k, v, count[k]] for k, v in own.items()]}))
+"""
+
+
+def kernel_times(game: str, frames: int, top: int) -> list[dict]:
+    """Compile time of each numba function a cold launch of ``game`` compiles in ``frames`` steps (headless, an
+    empty cache): the ``top`` longest, then a total record."""
+    with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:
+        env = {**os.environ, "SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy", "NUMBA_CACHE_DIR": empty}
+        run_ = subprocess.run([sys.executable, "-c", _KERNEL_TIMES, game, str(frames)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=900)
+    if run_.returncode != 0:
+        raise SystemExit(f"startup --kernels: the {game} run failed:\n{run_.stderr[-2000:]}")
+    data = json.loads(run_.stdout.strip().splitlines()[-1])
+    kernels = sorted(data["kernels"], key=lambda row: -row[1])
+    records = [{"game": game, "kernel": name, "seconds": round(seconds, 3), "compiles": n}
+               for name, seconds, n in kernels[:top]]
+    records.append({"game": game, "kernel": "(all)", "functions": len(kernels),
+                    "seconds": round(sum(row[1] for row in kernels), 3), "run_s": round(data["total_s"], 3)})
+    return records
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m loom.benchmarks startup", description=__doc__.splitlines()[0])
     p.add_argument("--game", choices=GAMES, default="cape")
     p.add_argument("--runs", nargs="+", choices=("cold", "warm"), default=["cold", "warm"],
                    help="cold: an empty numba cache; warm: the cache as it is (after cold: the one cold filled)")
     p.add_argument("--headless", action="store_true", help="no window, the simulation only")
+    p.add_argument("--kernels", type=int, metavar="N", default=None,
+                   help="instead: the N numba functions a cold launch spends longest compiling (own time)")
+    p.add_argument("--frames", type=int, default=60, help="steps of the --kernels run (default 60)")
     args = p.parse_args(argv)
+    if args.kernels is not None:
+        if args.kernels < 1 or args.frames < 1:
+            p.error(f"--kernels = {args.kernels}, --frames = {args.frames}: both must be >= 1")
+        for record in kernel_times(args.game, args.frames, args.kernels):
+            print(json.dumps(record), flush=True)
+        return
     with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:
         for cache in args.runs:
             directory = empty if cache == "cold" or "cold" in args.runs else None

@@ -10,7 +10,7 @@ from loom.components.material import PRESETS, ClothMaterial
 from loom.components.models import INTEGRATORS, SETTINGS, ImplicitSettings, MassSpringSettings, VerletSettings
 from loom.components.pin import Pin
 from loom.components.pixels import PixelSpace
-from loom.components.render import ClothStyle, InputState, RenderSettings
+from loom.components.render import ClothStyle, ColliderStyle, InputState, Prop, RenderSettings
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.components.tearing import Tearable
 from loom.components.transform import Transform
@@ -18,8 +18,8 @@ from loom.components.wind import Blower, Wind, WindBox, WindSphere
 
 __all__ = [
     "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SETTINGS", "SHEAR", "STEP_MODELS", "STRETCH",
-    "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
+    "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet", "ColliderStyle",
     "Cylinder", "FieldError", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
-    "PixelSpace", "Prism", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
+    "PixelSpace", "Prism", "Prop", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
     "VerletSettings", "Wind", "WindBox", "WindSphere",
 ]

@@ -22,13 +22,22 @@ from typing import Any
 import numpy as np
 
 from loom.components._revision import Checked
+from loom.components.collider import Box, Capsule, Cylinder, Plane, Prism, Sphere, TriangleMesh
 from loom.components._validate import Choice, Custom, FieldError, Flag, Int, Real, brief, choice, floats, \
     integer, real, show, unit_vector
 
 VIEWS = ("shaded", "normals", "wireframe", "strain", "particles")
 """Debug views ``RenderSettings.view`` may select, in the order the V key cycles them."""
-TEXTURES = ("checker",)
-"""Named procedural textures ``ClothStyle.texture`` may select (besides None and an image array)."""
+TEXTURES = ("weave", "checker")
+"""Named procedural textures ``ClothStyle.texture`` may select (besides None and an image array): "weave", a
+plain-weave fabric of threads (the default: it reads as cloth at any distance), and "checker", squares that show
+stretch and shear."""
+SHAPES = (Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh)
+"""The shapes a Prop may draw (every collider shape)."""
+SOLID_COLOR = (0.62, 0.62, 0.64)
+"""RGB of a collider or prop with no colour of its own: neutral grey."""
+FLOOR_COLOR = (0.46, 0.47, 0.49)
+"""RGB of a Plane collider with no ColliderStyle (drawn with 0.5 m tiles for depth cues)."""
 
 
 def _color(owner: str, name: str, value: Any) -> np.ndarray:
@@ -52,12 +61,15 @@ class ClothStyle(Checked):
     """RGB in [0, 1] of the front side (where cross(p1 − p0, p2 − p0) points), (3,)."""
     back_color: Any = (0.22, 0.42, 0.85)
     """RGB in [0, 1] of the back side, (3,)."""
-    texture: Any = "checker"
-    """"checker" (squares of ``checker_scale`` metres of rest UV), None (plain colours), or an image
-    (h, w, 3) uint8, row 0 at the top, stretched over the cloth's rest-UV bounding box. The texture
-    multiplies the side colour, so the two sides stay distinguishable."""
+    texture: Any = "weave"
+    """"weave" (a plain weave of threads, one repeat every ``weave_scale`` metres of rest UV), "checker"
+    (squares of ``checker_scale`` metres), None (plain colours), or an image (h, w, 3) uint8, row 0 at the
+    top, stretched over the cloth's rest-UV bounding box. The texture multiplies the side colour, so the two
+    sides stay distinguishable."""
     checker_scale: float = 0.1
     """Side of one checker square [m] of rest material coordinates (``Cloth.rest_uv``)."""
+    weave_scale: float = 0.03
+    """Side of one repeat of the "weave" texture [m] of rest material coordinates (four threads each way)."""
     subdivision: int = 1
     """Loop subdivision levels drawn, 0–2 (Fisher "Rendering": one level already looks smooth on a 20×20
     grid; each level quadruples the triangles). Drawing only: the simulation is untouched."""
@@ -70,6 +82,7 @@ class ClothStyle(Checked):
         self.back_color = _color(o, "back_color", self.back_color)
         self.texture = _texture(o, "texture", {}, self.texture)
         self.checker_scale = real(o, "checker_scale", self.checker_scale, low=0.0, low_open=True, unit=" [m]")
+        self.weave_scale = real(o, "weave_scale", self.weave_scale, low=0.0, low_open=True, unit=" [m]")
         self.subdivision = _subdivision(o, "subdivision", {}, self.subdivision)
         if not isinstance(self.visible, (bool, np.bool_)):
             raise ValueError(f"{o}.visible = {self.visible!r}: must be True or False")
@@ -90,7 +103,24 @@ class RenderSettings(Checked):
     hud: bool = True
     """Draw the heads-up text: FPS, particles, sim ms per frame, model, view."""
     background: Any = (0.11, 0.12, 0.14)
-    """Clear colour, RGB in [0, 1], (3,)."""
+    """Clear colour, RGB in [0, 1], (3,), when ``sky`` is False."""
+    sky: bool = True
+    """Draw a sky behind the scene: ``horizon_color`` at the horizon to ``sky_color`` overhead, and fade
+    distant surfaces into the horizon (haze) so a floor has no hard edge. False: a flat ``background``."""
+    sky_color: Any = (0.32, 0.50, 0.78)
+    """RGB in [0, 1] of the sky overhead, (3,)."""
+    horizon_color: Any = (0.80, 0.84, 0.88)
+    """RGB in [0, 1] of the sky at the horizon and of the haze, (3,)."""
+    haze_distance: float = 25.0
+    """Distance from the camera [m] at which surfaces have faded halfway into ``horizon_color``."""
+    shadows: bool = True
+    """Cast shadows of cloths, colliders and props from the light onto everything (a shadow map)."""
+    shadow_size: int = 2048
+    """Side of the shadow map [texels], 256–8192; it covers a square of about 1.6 camera distances
+    around the camera's target, so bigger maps give sharper shadows at more cost."""
+    samples: int = 4
+    """Multisampling anti-aliasing: samples per pixel, 0 or 1 for none, up to the GL driver's maximum
+    (clamped to it; llvmpipe allows 4)."""
     light_direction: Any = (0.35, 0.8, 0.5)
     """Direction toward the (directional) light, world space, (3,), normalised on construction; default
     from above, to the right and in front of the default camera."""
@@ -111,6 +141,16 @@ class RenderSettings(Checked):
                 raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
             setattr(self, name, bool(value))
         self.background = _color(o, "background", self.background)
+        for name in ("sky", "shadows"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
+            setattr(self, name, bool(value))
+        self.sky_color = _color(o, "sky_color", self.sky_color)
+        self.horizon_color = _color(o, "horizon_color", self.horizon_color)
+        self.haze_distance = real(o, "haze_distance", self.haze_distance, low=0.0, low_open=True, unit=" [m]")
+        self.shadow_size = _shadow_size(o, "shadow_size", {}, self.shadow_size)
+        self.samples = _samples(o, "samples", {}, self.samples)
         self.light_direction = unit_vector(o, "light_direction", {}, self.light_direction)
         self.ambient = real(o, "ambient", self.ambient, low=0.0, high=1.0, unit=" (fraction of full light)")
         self.strain_scale = real(o, "strain_scale", self.strain_scale, low=0.0, low_open=True, unit=" [-]")
@@ -120,6 +160,56 @@ class RenderSettings(Checked):
         """Switch to the next view of ``VIEWS`` (wrapping round) and return its name."""
         self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
         return self.view
+
+
+@dataclass(eq=False)
+class ColliderStyle(Checked):
+    """How a collider entity is drawn by the GL renderer: its colour, floor tiles, or not at all.
+
+    Add it to the collider's entity (``app.spawn(Collider(Box(...)), Transform(...), ColliderStyle(visible=False))``
+    hides a collider that a character model already shows). Without one, planes are drawn in ``FLOOR_COLOR``
+    with 0.5 m tiles and every other shape in ``SOLID_COLOR``."""
+
+    color: Any = SOLID_COLOR
+    """RGB in [0, 1], (3,)."""
+    tiles: float = 0.0
+    """Side of the floor tiles drawn on a Plane [m] (alternate tiles 10 % darker); 0 for none."""
+    visible: bool = True
+    """False draws nothing (the collider still collides)."""
+
+    def __post_init__(self) -> None:
+        o = "ColliderStyle"
+        self.color = _color(o, "color", self.color)
+        self.tiles = real(o, "tiles", self.tiles, low=0.0, unit=" [m]")
+        self.visible = _flag(o, "visible", {}, self.visible)
+
+
+@dataclass(eq=False)
+class Prop(Checked):
+    """A solid that is drawn and never collided with: scenery and character parts (a mast, a rope, a head).
+
+    ``shape`` is any collider shape (Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh) in the
+    entity's local frame; the entity's ``Transform`` places it (none: at the origin). Cloth passes through
+    a prop; give it a ``Collider`` as well to make cloth rest on it::
+
+        app.spawn(Prop(Cylinder(0.03, 1.5), color=(0.45, 0.3, 0.18)), Transform(position=(0.0, 1.5, 0.0)))
+    """
+
+    shape: Any
+    """The shape drawn [m], a collider shape of loom.components.collider."""
+    color: Any = SOLID_COLOR
+    """RGB in [0, 1], (3,)."""
+    tiles: float = 0.0
+    """Side of the tiles drawn on a Plane shape [m]; 0 for none."""
+    visible: bool = True
+    """False hides it."""
+
+    def __post_init__(self) -> None:
+        o = "Prop"
+        self.shape = _shape(o, "shape", {}, self.shape)
+        self.color = _color(o, "color", self.color)
+        self.tiles = real(o, "tiles", self.tiles, low=0.0, unit=" [m]")
+        self.visible = _flag(o, "visible", {}, self.visible)
 
 
 @dataclass(eq=False)
@@ -182,6 +272,38 @@ def _texture(owner: str, name: str, state: Any, value: Any) -> Any:
     return np.ascontiguousarray(image)
 
 
+def _flag(owner: str, name: str, state: Any, value: Any) -> bool:
+    """True or False (numpy booleans accepted)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise FieldError(f"{owner}.{name} = {value!r}: must be True or False")
+    return bool(value)
+
+
+def _shape(owner: str, name: str, state: Any, value: Any) -> Any:
+    """Prop.shape: one of the collider shapes."""
+    if not isinstance(value, SHAPES):
+        names = ", ".join(t.__name__ for t in SHAPES)
+        raise FieldError(f"{owner}.{name} = {brief(value)}: expected a shape ({names})")
+    return value
+
+
+def _shadow_size(owner: str, name: str, state: Any, value: Any) -> int:
+    """RenderSettings.shadow_size: 256–8192 texels."""
+    size = integer(owner, name, value, low=256)
+    if size > 8192:
+        raise ValueError(f"{owner}.{name} = {size}: must be at most 8192 texels (a bigger map costs memory "
+                         "and time for little gain)")
+    return size
+
+
+def _samples(owner: str, name: str, state: Any, value: Any) -> int:
+    """RenderSettings.samples: 0–16 samples per pixel."""
+    samples = integer(owner, name, value, low=0)
+    if samples > 16:
+        raise ValueError(f"{owner}.{name} = {samples}: must be 0–16 samples per pixel")
+    return samples
+
+
 def _subdivision(owner: str, name: str, state: Any, value: Any) -> int:
     """ClothStyle.subdivision: 0, 1 or 2 Loop levels."""
     levels = integer(owner, name, value, low=0)
@@ -220,6 +342,7 @@ ClothStyle._fields = {
     "back_color": Custom(_colour),
     "texture": Custom(_texture),
     "checker_scale": Real(0.0, low_open=True, unit=" [m]"),
+    "weave_scale": Real(0.0, low_open=True, unit=" [m]"),
     "subdivision": Custom(_subdivision),
     "visible": Flag(),
 }
@@ -228,10 +351,28 @@ RenderSettings._fields = {
     "show_colliders": Flag(),
     "hud": Flag(),
     "background": Custom(_colour),
+    "sky": Flag(),
+    "sky_color": Custom(_colour),
+    "horizon_color": Custom(_colour),
+    "haze_distance": Real(0.0, low_open=True, unit=" [m]"),
+    "shadows": Flag(),
+    "shadow_size": Custom(_shadow_size),
+    "samples": Custom(_samples),
     "light_direction": Custom(unit_vector),
     "ambient": Real(0.0, 1.0, unit=" (fraction of full light)"),
     "strain_scale": Real(0.0, low_open=True, unit=" [-]"),
     "point_size": Real(0.0, low_open=True, unit=" [px]"),
+}
+ColliderStyle._fields = {
+    "color": Custom(_colour),
+    "tiles": Real(0.0, unit=" [m]"),
+    "visible": Custom(_flag),
+}
+Prop._fields = {
+    "shape": Custom(_shape),
+    "color": Custom(_colour),
+    "tiles": Real(0.0, unit=" [m]"),
+    "visible": Custom(_flag),
 }
 InputState._fields = {
     "mouse": _pair("real"),

@@ -5,7 +5,8 @@ frame after ``--frames`` fixed steps (offscreen GL; the platformer's own pygame 
 
 - ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``, ``platformer``:
   ``python -m loom.games.NAME --headless --frames N --screenshot PATH``
-  (the flag with ``--sail``);
+  (the flag with ``--sail``); ``cape_moments`` and ``flag_moments``: the same at several frames (``MOMENTS``),
+  ``NAME_fFFF.png``;
 - ``drape``: the drape game's own scene (``loom.games.drape.build_scene``, n = 48) with the GL renderer added,
   through the same runner and ``--screenshot`` (the drape game itself has no renderer);
 - ``model_NAME``: the hanging sheet scene (``loom.games.hanging_sheet.build_scene``) with ``model=NAME``,
@@ -30,12 +31,14 @@ GAMES = {"hanging_sheet": 240, "flag": 240, "cape": 150, "sandbox": 270, "platfo
 GAME_OPTIONS = {"flag": ("--sail",)}
 """Game → extra command-line options of its screenshot (the flag picture shows both of Provot's wind scenes)."""
 MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
+MOMENTS = {"cape": (60, 180, 300), "flag": (30, 240)}
+"""Game → frames of its ``NAME_fFFF.png`` pictures at several moments (docs/guide-cape.md, docs/guide-flag.md)."""
 
 
-def game_screenshot(name: str, frames: int) -> None:
-    """Run ``python -m loom.games.NAME --headless --frames N --screenshot docs/images/NAME.png``."""
+def game_screenshot(name: str, frames: int, path: Path | None = None) -> None:
+    """Run ``python -m loom.games.NAME --headless --frames N --screenshot docs/images/NAME.png`` (or ``path``)."""
     cmd = [sys.executable, "-m", f"games.{name}", *GAME_OPTIONS.get(name, ()), "--headless", "--frames", str(frames),
-           "--screenshot", str(IMAGES / f"{name}.png")]
+           "--screenshot", str(path or IMAGES / f"{name}.png")]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
@@ -85,6 +88,9 @@ def model_screenshot(model: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     jobs = {name: (lambda n=name, f=frames: game_screenshot(n, f)) for name, frames in GAMES.items()}
     jobs["drape"] = drape_screenshot
+    for name, moments in MOMENTS.items():
+        jobs[f"{name}_moments"] = (lambda n=name, ms=moments: [game_screenshot(n, f, IMAGES / f"{n}_f{f:03d}.png")
+                                                               for f in ms])
     jobs.update({f"model_{m}": (lambda m=m: model_screenshot(m)) for m in MODELS})
     p = argparse.ArgumentParser(prog="python docs/gen_images.py", description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="+", choices=sorted(jobs), help="regenerate only these pictures")

@@ -16,9 +16,11 @@ from loom.engine.compile_progress import show_compile_progress
 from loom.engine.frame_stats import FrameStats
 from loom.engine.mesh import Mesh
 from loom.engine.plugin import Plugin, PluginError, PluginGroup
-from loom.engine.runner import HEADLESS_FRAMES, WindowRunner, check_outputs, parser, print_report, run_app
+from loom.engine.runner import (HEADLESS_FRAMES, WindowRunner, check_outputs, open_recorder, parser, print_report,
+                                 run_app)
 from loom.engine.schedule import Stage
 from loom.engine.window import Window, WindowSettings
 
 __all__ = ["HEADLESS_FRAMES", "App", "FixedClock", "FrameStats", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
-           "WindowSettings", "check_outputs", "mesh", "parser", "print_report", "run_app", "show_compile_progress"]
+           "WindowSettings", "check_outputs", "mesh", "open_recorder", "parser", "print_report", "run_app",
+           "show_compile_progress"]

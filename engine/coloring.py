@@ -41,7 +41,9 @@ def _greedy_colors(elements, particle_count):
         while True:
             if block == blocks:                       # grow: a particle of very high valence
                 grown = np.zeros((particle_count, blocks * 2), np.uint64)
-                grown[:, :blocks] = used
+                for p in range(particle_count):       # a loop: an array-to-slice copy compiles numba's
+                    for c in range(blocks):           # shape-error formatting (seconds of a first launch)
+                        grown[p, c] = used[p, c]
                 used = grown
                 blocks *= 2
             mask = np.uint64(0)

@@ -93,11 +93,21 @@ class Window:
 
 @dataclass(eq=False)
 class FrameCapture:
-    """App resource a renderer inserts: ``save(app, path)`` renders the current state once and writes a PNG.
+    """App resource a renderer inserts: ``save(app, path)`` renders the current state once and writes a PNG;
+    ``grab(app)`` renders it once and returns the pixels, (h, w, 3) uint8, top row first.
 
-    ``loom.engine.runner`` uses it for ``--screenshot PATH`` in headless runs."""
+    ``loom.engine.runner`` uses them for ``--screenshot PATH`` and ``--record PATH``."""
 
     save: Callable[[Any, str], None]
+    grab: Callable[[Any], np.ndarray]
+
+
+@dataclass
+class LoadingView:
+    """App resource a renderer inserts: ``draw(app, lines)`` draws a plain frame with those lines of text (the
+    window loop shows it while the scene is built and kernels compile on a first launch); the loop flips it."""
+
+    draw: Callable[[Any, list[str]], None]
 
 
 def display_available() -> tuple[bool, str]:

@@ -133,6 +133,7 @@ def loom_classes() -> tuple[type, ...]:
     from loom.components.models import ModelSpec
     from loom.engine.mesh import Mesh
     from loom.files.replay import ReplayLog
+    from loom.prefabs.figure import Figure
     from loom.systems.collision import environment, self_collision
     from loom.systems.coupling.pymunk_bridge import BodyPoses, Coupling
     from loom.systems.forces.wind import AeroArrays, WindScratch
@@ -149,7 +150,8 @@ def loom_classes() -> tuple[type, ...]:
     return (
         c.Camera, c.Cloth, c.Box, c.Capsule, c.Collider, c.ColliderSet, c.Cylinder, c.Plane, c.Prism, c.Sphere,
         c.TriangleMesh, c.Grab, c.Gravity, Inertia, c.ClothMaterial, c.VerletSettings, c.MassSpringSettings,
-        c.ImplicitSettings, ModelSpec, c.Pin, c.ClothStyle, c.RenderSettings, c.InputState, c.RigidBody2D,
+        c.ImplicitSettings, ModelSpec, c.Pin, c.ClothStyle, c.ColliderStyle, c.Prop, c.RenderSettings, c.InputState,
+        c.RigidBody2D, Figure,
         c.Space2D, c.PixelSpace, c.Tearable, c.Transform, c.Wind, c.WindBox, c.WindSphere, c.Blower,
         Mesh, ReplayLog, Batch, ClothIndex, ClothScratch, BodyPoses, Coupling, WindScratch, AeroArrays,
         environment.ContactScratch, self_collision.SelfCollisionBuffers, self_collision.Buffers,

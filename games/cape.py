@@ -1,9 +1,12 @@
 """Cape: a 2D platformer hero on pymunk, with a cloth cape pinned at the shoulders.
 
 The hero is a pymunk box that runs and jumps over platforms; the level and the hero are Loom
-colliders through the pymunk bridge (extruded 0.4 m along z). The cape — 20 × 30 particles,
-0.5 m × 0.6 m — hangs from the hero's shoulders (pins carried by the hero's Transform), flows
-behind him, collides with his body and the level, and billows in the wind zones.
+colliders through the pymunk bridge (extruded 0.4 m along z). He is drawn as a figure (loom.prefabs.figure:
+head, torso, swinging arms and legs) that turns to face the way he runs. The cape — 20 × 30
+particles, 0.5 m × 0.6 m — hangs from his shoulders on his back (pins carried by a ``Transform`` that
+follows the body and turns with him), streams behind him when he runs, collides with his body and the
+level, and billows in the wind zone. The camera looks from the side and a little behind, so the cape
+is in view.
 
 Run: python -m loom.games.cape [--headless --frames 600 --report json] [--screenshot out.png]
 Keys: ←/→ run, Space/↑ jump, V views, Esc quit. Headless, a scripted run (right, jumps, back left) plays.
@@ -12,14 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pygame
 import pymunk
 
-from loom import GLRenderPlugin, WindowPlugin
-from loom.components import Camera, Cloth, ClothStyle, InputState, Pin, RigidBody2D, Space2D, Transform, Wind
+from loom import Figure, GLRenderPlugin, WindowPlugin, pose_figure, spawn_figure
+from loom.components import (Camera, Cloth, ClothStyle, ColliderStyle, InputState, Pin, Plane, Prop, RenderSettings,
+                             RigidBody2D, Space2D, Transform, Wind)
 from loom.engine import App, Stage, Window, mesh, parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
 
@@ -36,6 +40,16 @@ PLATFORMS = [((-6.0, 0.0), (18.0, 0.0)), ((5.0, 1.0), (6.5, 1.0)), ((8.5, 1.5), 
 """Ground and two platforms, segment end points [m]; high enough to run under, low enough to jump onto."""
 WIND_ZONES = [((11.0, 15.0), (-7.0, 1.0, 0.0))]
 """(x range [m], wind velocity [m/s]) where the air moves: a headwind past the second platform."""
+TURN_RATE = 9.0
+"""How fast the hero turns round [rad/s] (half a turn in 0.35 s): the cape swings round behind him."""
+NECK = (-HERO_SIZE[0] / 2 - 0.015, HERO_SIZE[1] / 2 + 0.015)
+"""Where the cape's top edge is held [m], in the hero's frame (x forward, y up): behind his shoulders and just
+above his collision box, so the pins never enter the box as he turns round; the cape hangs down his back."""
+CAMERA_YAW = -0.8
+"""Camera yaw [rad] while the hero faces +x: from his side and a little behind him (mirrored when he faces −x)."""
+GRASS = (0.34, 0.52, 0.25)
+PATH = (0.58, 0.50, 0.40)
+STONE = (0.60, 0.58, 0.55)
 
 
 @dataclass
@@ -47,12 +61,21 @@ class Hero:
     jump: bool = False
     scripted: bool = True
     """Headless: follow SCRIPT instead of the keyboard."""
+    anchor: int = 0
+    """Entity whose Transform carries the cape's pins: at the body, turned the way the hero faces."""
+    yaw: float = 0.0
+    """Which way the hero faces [rad] about +y: 0 is +x (right), −π is −x (left); he turns through −π/2,
+    toward the camera, so the cape swings round behind him."""
+    figure: Figure | None = None
+    """The drawn character (loom.prefabs.figure)."""
+    at: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    """Where his body is [m], (3,), rewritten each step for the figure."""
 
 
 SCRIPT = [(0.0, 1.0, False), (1.2, 1.0, True), (1.3, 1.0, False), (2.6, 1.0, True), (2.7, 1.0, False),
-          (5.5, -1.0, False), (6.5, -1.0, True), (6.6, -1.0, False), (9.0, 0.0, False)]
+          (5.5, -1.0, False), (6.5, -1.0, True), (6.6, -1.0, False), (9.8, 0.0, False)]
 """(time [s], run direction, jump) from that time on: run right jumping onto both platforms, turn
-back under them, jump once more, stop."""
+back under them, jump once more, stop in the open past them."""
 
 
 def build_scene(app: App) -> tuple[Cloth, Hero]:
@@ -71,22 +94,31 @@ def build_scene(app: App) -> tuple[Cloth, Hero]:
     box.friction = 0.9
     space.add(body, box)
     hero = Hero(body)
-    hero_entity = app.spawn(RigidBody2D(body, depth=HERO_DEPTH, friction=0.3), Transform.from_2d(*body.position),
-                            hero)
-    # the cape hangs from the shoulders, 0.1 m below the top of the head, just behind the body
-    shoulder = (0.0, HERO_SIZE[1] / 2 - 0.1 - CAPE_SIZE[1] / 2, -HERO_DEPTH / 2 - 0.03)   # [m] from the hero
-    cape_mesh = mesh.grid(20, 30, *CAPE_SIZE, center=np.add(shoulder, (*body.position, 0.0)), plane="xy")
+    app.spawn(RigidBody2D(body, depth=HERO_DEPTH, friction=0.3), Transform.from_2d(*body.position), hero)
+    centre = np.array([*body.position, 0.0])
+    hero.anchor = app.spawn(Transform(position=centre))
+    # the cape's top edge runs across his back just behind the neck (the body frame's z), and it hangs down
+    cape_mesh = mesh.grid(20, 30, *CAPE_SIZE, plane="yz",
+                          center=centre + (NECK[0], NECK[1] - CAPE_SIZE[1] / 2, 0.0))
     shoulders = cape_mesh.side("top")
-    offsets = cape_mesh.positions[shoulders] - (*body.position, 0.0)
+    offsets = cape_mesh.positions[shoulders] - centre
     cape = Cloth.from_mesh(cape_mesh, "silk", thickness=0.01)
-    app.spawn(cape, Pin(index=shoulders, attach_to=hero_entity, offset=offsets),
-              ClothStyle(front_color=(0.75, 0.08, 0.1), back_color=(0.35, 0.05, 0.3), subdivision=1))
+    app.spawn(cape, Pin(index=shoulders, attach_to=hero.anchor, offset=offsets),
+              ClothStyle(front_color=(0.78, 0.10, 0.12), back_color=(0.55, 0.06, 0.10), subdivision=1))
+    hero.figure = spawn_figure(app, tuple(centre))
+    app.spawn(Prop(Plane((0.0, 1.0, 0.0)), color=GRASS, tiles=1.0), Transform(position=(0.0, -0.02, 0.0)))
     app.spawn(Wind(velocity=(0.0, 0.0, 0.0), gust=0.3, turbulence=0.2, seed=3, active=False))
-    app.spawn(Camera(target=(0.0, 1.0, 0.0), distance=5.0, yaw=-0.45, pitch=0.18))   # side view, turned
-                                                                                         # to show the cape
+    app.spawn(Camera(target=(0.0, 1.0, 0.0), distance=3.6, yaw=CAMERA_YAW, pitch=0.22, fov_y=math.radians(50.0)))   # side, a little
+                                                                                               # behind him
+    looks = app.insert_resource(RenderSettings(), replace=False)        # the renderer's, if one was added
+    looks.light_direction = (-0.35, 0.8, 0.45)                           # from behind the camera, left: shadows
+                                                                         # fall to the right, in view
     app.add_system(read_keys, Stage.INPUT)
     app.add_system(follow_hero, Stage.POST_STEP)                      # headless screenshots follow too
     app.add_system(control_hero, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS, before="sync_bodies")
+    app.add_system(carry_cape, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS, after="sync_bodies")
+    app.add_system(style_level, Stage.POST_STEP)
+    app.add_system(animate_hero, Stage.POST_STEP)
     app.add_system(blow_in_zones, Stage.PRE_STEP, in_set=ClothSet.PIN_TARGETS)           # before the wind acts
     app.add_reporter(cape_report)
     return cape, hero
@@ -104,10 +136,54 @@ def read_keys(app: App, dt: float) -> None:
 
 
 def follow_hero(app: App, dt: float) -> None:
-    """Keep the side-view camera on the hero."""
+    """Keep the camera on the hero, a little ahead of him, and swing it round behind his back (CAMERA_YAW on the
+    side away from where he faces) so the cape stays in view whichever way he runs."""
+    follow = 1.0 - math.exp(-dt / 0.6)                                    # 0.6 s to swing round
     for _, hero in app.query(Hero):
         for _, camera in app.query(Camera):
-            camera.target[:2] = (hero.body.position.x, max(hero.body.position.y, 1.0))
+            ahead = 0.25 * hero.body.velocity.x
+            camera.target[:2] = (hero.body.position.x + ahead, max(hero.body.position.y + 0.1, 0.55))
+            camera.yaw += (CAMERA_YAW * math.cos(hero.yaw) - camera.yaw) * follow
+
+
+def carry_cape(app: App, dt: float) -> None:
+    """Turn the hero toward the way he runs and move the cape's pin frame with him (after pymunk moved him)."""
+    for _, hero in app.query(Hero):
+        if hero.run > 0.0:
+            goal = 0.0
+        elif hero.run < 0.0:
+            goal = -math.pi
+        else:
+            goal = hero.yaw
+        hero.yaw += max(-TURN_RATE * dt, min(TURN_RATE * dt, goal - hero.yaw))
+        anchor = app.try_get(hero.anchor, Transform)
+        if anchor is not None:                                            # in place: no array made each step
+            anchor.position[0], anchor.position[1] = hero.body.position.x, hero.body.position.y
+            c, s = math.cos(hero.yaw), math.sin(hero.yaw)                 # a turn by yaw about +y
+            anchor.rotation[0, 0], anchor.rotation[0, 2], anchor.rotation[2, 0], anchor.rotation[2, 2] = c, s, -s, c
+
+
+def animate_hero(app: App, dt: float) -> None:
+    """Pose the hero's figure: facing his yaw, legs and arms swinging with his speed, tucked in the air."""
+    for _, hero in app.query(Hero):
+        if hero.figure is not None:
+            body = hero.body
+            hero.at[0], hero.at[1] = body.position.x, body.position.y
+            pose_figure(app, hero.figure, hero.at, hero.yaw, body.velocity.x, not _grounded(body), dt)
+
+
+def style_level(app: App, dt: float) -> None:
+    """Once the pymunk bridge made colliders of the level and the hero: a path and stone ledges, and the hero's
+    box hidden (the figure shows him)."""
+    for _, rigid in app.query(RigidBody2D):
+        for entity, shape in zip(rigid.shape_entities, rigid.shapes):
+            if app.try_get(entity, ColliderStyle) is not None:
+                continue
+            if rigid.body.body_type == pymunk.Body.STATIC:
+                ground = isinstance(shape, pymunk.Segment) and shape.a.y <= 0.0 and shape.b.y <= 0.0
+                app.add_component(entity, ColliderStyle(color=PATH if ground else STONE))
+            else:
+                app.add_component(entity, ColliderStyle(visible=False))
 
 
 def blow_in_zones(app: App, dt: float) -> None:
@@ -165,8 +241,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=540))
     app.add_plugin(WindowPlugin(title="Loom — cape"))
-    build_scene(app)
-    return run_app(app, argv, arg_parser=parser("python -m loom.games.cape"))
+    return run_app(app, argv, arg_parser=parser("python -m loom.games.cape"), build=build_scene)
 
 
 if __name__ == "__main__":

@@ -112,8 +112,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=640))
     app.add_plugin(WindowPlugin(title="Loom — drape: B bending · M model"))
-    build_scene(app, n=args.n, model=args.model)
-    return run_app(app, argv, arg_parser=p)
+    return run_app(app, argv, arg_parser=p, build=lambda a: build_scene(a, n=args.n, model=args.model))
 
 
 if __name__ == "__main__":

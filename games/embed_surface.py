@@ -10,17 +10,19 @@ Keys: ←/→ run, Space jump, Esc quit. In a window it runs until closed, or fo
 Headless (SDL's dummy video driver, no window) the hero follows a script for N frames (default 300) and the
 report is printed (one JSON line unless --report text): the App's report (frames, particles, nan …) plus
 hero_x [m], cloth_px (pixels the cape covers), draw_ms. --screenshot saves the game's own Surface, as drawn
-on the last frame, as a PNG (headless too).
+on the last frame, as a PNG (headless too); --record out.gif records that Surface as the game runs (a frame
+every --record-fps period of simulated time, default 20 fps; --record-scale 0.5 halves it).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Sequence
 
 from loom.components import Camera, Cloth, ClothStyle, Pin, Transform
-from loom.engine import HEADLESS_FRAMES, App, check_outputs, mesh, parser, print_report
+from loom.engine import HEADLESS_FRAMES, App, check_outputs, mesh, open_recorder, parser, print_report
 from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line
@@ -102,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     hero, _ = build_scene(app)
     renderer, clock = SoftRenderer(SIZE), pygame.time.Clock()
     frame, vx, vy, draw_s, quit_ = 0, 0.0, 0.0, 0.0, False                    # [m/s], [m/s], [s]
+    recorder = open_recorder(args, DT)                                             # --record: this Surface
     while not quit_ and (limit is None or frame < limit):
         real_dt = DT if args.headless else min(clock.tick(60) / 1000, 0.1)    # [s]
         run, jump, quit_ = read_keys(frame, args.headless)
@@ -117,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         renderer.draw(app, screen, CAMERA)                                         # the cape, behind ...
         draw_s += time.perf_counter() - start
         pygame.draw.rect(screen, (40, 40, 60), hero_rect(hero))                    # ... the hero
+        if recorder is not None:                                                   # by simulated time
+            recorder.record(app.clock.time, lambda: screen)
         pygame.display.flip()
         frame += 1
     report = app.report() | {"hero_x": round(float(hero.position[0]), 4), "cloth_px": int(renderer.covered.sum()),
@@ -124,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     try:
         if args.screenshot:
             save_screenshot(screen, args.screenshot)
+        if recorder is not None:
+            recorder.close(last=lambda: screen)                    # shorter than one period: the last
+            print(recorder.summary(), file=sys.stderr)
     finally:
         pygame.quit()
     print_report(report, args.report)

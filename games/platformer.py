@@ -9,6 +9,7 @@ each sit in their own wind zone (``Wind(region=WindBox(...))``); the hero's cape
 neither.
 
 Run: python -m loom.games.platformer [--headless] [--frames N] [--report json|text] [--screenshot out.png]
+     [--record out.gif [--record-fps 20] [--record-scale 0.5]]   (the game's Surface, every 3rd tick at 20 fps)
 Keys: ←/→ run, Space jump, Esc quit. Headless, a script plays (run right, jump, turn left, run, stand, jump
 again, ...) for N frames (default HEADLESS_FRAMES) and the report is printed (one JSON line unless --report
 text): the App's report plus the game's numbers (pymunk ticks, cape pixels, frames with a cape particle inside
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ import pygame  # noqa: E402
 import pymunk  # noqa: E402
 
 import loom  # noqa: E402
-from loom.engine import HEADLESS_FRAMES, parser, print_report  # noqa: E402
+from loom.engine import HEADLESS_FRAMES, check_outputs, open_recorder, parser, print_report  # noqa: E402
 
 GAME_DT = 1 / 60
 """[s] the game's fixed tick: pymunk steps by it, and Loom takes exactly one step of it per tick."""
@@ -525,15 +527,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the game as the command line says; print and return its report."""
     args = parse_args(argv)
+    check_outputs(args)                                                            # a bad path: one line, now
     frames = args.frames if args.frames is not None else HEADLESS_FRAMES if args.headless else None
     game = open_game(window=not args.headless, wind=args.wind)
+    recorder = None
     try:
-        states = list(play(game, frames, window=not args.headless))
+        recorder = open_recorder(args, GAME_DT)                                    # --record: the game's Surface
+        states = []
+        for state in play(game, frames, window=not args.headless):
+            states.append(state)
+            if recorder is not None:                                               # by game time: ticks × GAME_DT
+                recorder.record(game.ticks * GAME_DT, lambda: game.screen)
         report = game_report(game, states)
         if args.screenshot:
             save_screenshot(game.screen, args.screenshot)
+        if recorder is not None and recorder.frames == 0:                         # shorter than one period
+            recorder.add(game.screen)
     finally:
+        if recorder is not None:
+            recorder.close()
         close_game(game)
+    if recorder is not None:
+        print(recorder.summary(), file=sys.stderr)
     print_report(report, args.report)
     return report
 

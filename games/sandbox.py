@@ -1,25 +1,27 @@
 """Sandbox: a hanging cloth to play with — grab, blow, tear, pin, and switch model and fabric live.
 
-A 1 m square sheet hangs from its top corners over a floor (Provot 1995's hanging cloth). Grabbing
-is Fuhrmann et al. 2003 §3 "User input" (the grabbed particle gets infinite mass and follows the
-cursor at its depth), blowing is Schönberger §3.3 (air from the camera toward the cursor), tearing
-breaks links strained past 50 % for 0.05 s (systems/interaction/tearing.py).
+A 1 m square sheet hangs by two clips from a rail over a floor (Provot 1995's hanging cloth): the clips slide
+together in its first ``SLIDE`` seconds, so the top edge has slack and folds hang from it, and a light gusty
+breeze keeps it moving (W turns it off). Grabbing is Fuhrmann et al. 2003 §3 "User input" (the grabbed particle
+gets infinite mass and follows the cursor at its depth; here the hand also holds the ring of particles around
+it, ``grip``), blowing is Schönberger §3.3 (air from the camera toward the cursor), tearing breaks links
+strained past 50 % for 0.05 s, one particle per step (systems/interaction/tearing.py).
 
 Run: python -m loom.games.sandbox [--headless --frames 300 --report json] [--screenshot out.png]
 
 Keys (window):
-    left-drag    grab the particle under the cursor      T      tearing on/off
+    left-drag    grab the cloth under the cursor         T      tearing on/off
     Space or B   blow from the camera toward the cursor  P      pin / unpin the particle under the cursor
     M            next model: xpbd → verlet → mass_spring → implicit (live, keeps pins, tears and motion)
     1 … 5        fabric: cotton, silk, denim, leather, rubber (live, the same way)
-    R            reset the cloth (keeps model and fabric)
+    R            reset the cloth (keeps model and fabric)              W      breeze on/off
     right-drag orbit · middle-drag pan · wheel zoom · V views · H HUD · C colliders · Esc quit
 
 Headless, nobody holds the mouse, so a scripted player uses the same controls (``play_script``;
 simulated time [s], a virtual 960 × 640 px window):
     1.0–2.0  left-drag the bottom-left corner 0.3 m left and 0.35 m up, then let go
     2.3–3.5  two hands take the bottom edge 0.35 m apart and pull 0.5 m outward each (in 0.8 s), hold, let go:
-             it tears (a hand holds one particle, so the cloth rips around it first)
+             a slit tears up from the hem between them
     3.7–4.4  hold Space with the cursor on the middle of the cloth
     4.6      press M: the cloth goes on as a verlet cloth
 The report adds model, material, tearing, pieces (connected pieces of cloth), tears, pinned and held.
@@ -33,8 +35,8 @@ import numpy as np
 import pygame
 
 from loom import GLRenderPlugin, WindowPlugin
-from loom.components import (MODELS, Blower, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Grab, InputState,
-                             Pin, Plane, Tearable, Transform)
+from loom.components import (MODELS, Blower, Box, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Cylinder, Grab,
+                             InputState, Pin, Plane, Prop, Tearable, Transform, Wind)
 from loom.engine import App, Mesh, Stage, mesh, parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
 from loom.systems.interaction import pick_particle, update_blower, update_grab
@@ -55,6 +57,15 @@ HANDS = (10, 21, 0)           # columns of the two hands and their row (0: the b
 SPREAD = 0.5                  # [m] each hand pulls this far outward
 TEAR_STRAIN = 0.5             # [-] links stretched 50 % for TEAR_TIME break
 TEAR_TIME = 0.05              # [s]
+TEAR_SPLITS = 1
+"""Particles a crack may split per step (Tearable.max_splits): one, so a crack runs on from its tip at 60
+particles a second (≈ 2 m/s on this grid) instead of cutting many overloaded links at once, which left single
+triangles dangling by a corner along a ragged edge (the scripted tear: 33 such shards with 16, 6 with 1)."""
+GAP = 0.7                     # [-] the top corners end this fraction of the sheet's width apart: the top edge's slack
+SLIDE = 0.8                   # [s] they slide together over this time after the sheet is hung (smoothly)
+BREEZE = (0.35, 0.0, -0.8)    # [m/s] a light air away from the camera, a little across; gusts and eddies on top
+POST = 0.85                   # [m] the stand's posts stand this far either side of the middle
+WOOD = (0.5, 0.36, 0.22)
 
 
 @dataclass
@@ -73,6 +84,16 @@ class Sandbox:
     """Entity of the Blower."""
     material: str = "cotton"
     """Fabric preset in use."""
+    clips: tuple[int, int] = (0, 0)
+    """Entities of the two clips (props) that hold the top corners on the rail and slide with them."""
+    hung_at: float = 0.0
+    """Simulated time [s] the sheet was hung (the start, or the last reset): its corners slide together from then."""
+    grip_held: dict[str, int] = field(default_factory=dict)
+    """Per hand holding the sheet (its entity as text): the particle its Grab holds (``grip``)."""
+    grip_uv: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per hand: rest positions (k, 2) [m] of the ring of particles around it that the hand holds too."""
+    grip_offset: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per hand: where each of those is from the held particle [m], (k, 3), as taken."""
 
 
 def build_scene(app: App) -> Cloth:
@@ -80,15 +101,27 @@ def build_scene(app: App) -> Cloth:
     app.spawn(Collider(Plane(), friction=0.6), Transform())
     sheet = mesh.grid(SIDE, SIDE, SIZE, SIZE, center=(0.0, HANG - SIZE / 2, 0.0))       # vertical, facing +z
     cloth = Cloth.from_mesh(sheet, "cotton")
-    entity = app.spawn(cloth, hanging_pin(sheet), Tearable(tear_strain=TEAR_STRAIN, tear_time=TEAR_TIME),
+    entity = app.spawn(cloth, hanging_pin(sheet), Tearable(tear_strain=TEAR_STRAIN, tear_time=TEAR_TIME,
+                                                                 max_splits=TEAR_SPLITS),
                        ClothStyle(front_color=(0.9, 0.55, 0.15), back_color=(0.25, 0.45, 0.8)))
     hand, other_hand = app.spawn(Grab()), app.spawn(Grab())
     blower = app.spawn(Blower(speed=BLOWER_SPEED, radius=0.25, spread=0.1))     # [m/s], [m], [rad]
+    app.spawn(Wind(velocity=BREEZE, gust=0.5, gust_period=3.0, turbulence=0.4, seed=5))
     app.spawn(Camera(target=(0.0, 1.0, 0.0), distance=2.6, yaw=0.3, pitch=0.15))
-    app.insert_resource(Sandbox(entity, sheet, hand, other_hand, blower))
+    half = (HANG + 0.08) / 2                                   # the stand: two posts and a rail (props: no contact)
+    for side in (-1.0, 1.0):
+        app.spawn(Prop(Cylinder(0.025, half), color=WOOD), Transform(position=(side * POST, half, 0.0)))
+    app.spawn(Prop(Cylinder(0.012, POST), color=(0.7, 0.7, 0.72)),
+              Transform.from_axis_angle((0.0, HANG + 0.03, 0.0), (0.0, 0.0, 1.0), np.pi / 2))
+    clips = tuple(app.spawn(Prop(Box((0.01, 0.03, 0.014)), color=(0.25, 0.25, 0.28)),
+                            Transform(position=sheet.positions[corner] + (0.0, 0.02, 0.0)))
+                  for corner in sheet.side("top_corners"))
+    app.insert_resource(Sandbox(entity, sheet, hand, other_hand, blower, clips=clips))
     app.insert_resource(Script())
     app.add_system(read_input, Stage.INPUT)
     app.add_system(play_script, Stage.PRE_STEP, before=ClothSet.SAVE)    # before the guard saves the state
+    app.add_system(hang, Stage.PRE_STEP, before=ClothSet.SAVE)
+    app.add_system(grip, Stage.PRE_STEP, before=ClothSet.SAVE, after="play_script")
     app.add_reporter(sandbox_report)
     return cloth
 
@@ -97,6 +130,72 @@ def hanging_pin(sheet: Mesh) -> Pin:
     """One Pin over every particle, holding only the top corners: P toggles the others' ``active`` flags."""
     every = np.arange(sheet.vertex_count)
     return Pin(index=every, target=sheet.positions, active=np.isin(every, sheet.side("top_corners")))
+
+
+def hang(app: App, dt: float) -> None:
+    """PRE_STEP: for ``SLIDE`` seconds after the sheet is hung, slide its two top-corner pins toward each other
+    (a smoothstep from the flat sheet's corners to ``GAP`` of its width apart): the top edge gets its slack."""
+    s = app.resource(Sandbox)
+    u = (app.clock.time + dt - s.hung_at) / SLIDE
+    if not 0.0 < u <= 1.0 + dt / SLIDE:
+        return
+    u = min(u, 1.0)
+    u = u * u * (3.0 - 2.0 * u)
+    pin = app.get(s.cloth, Pin)
+    corners = s.sheet.side("top_corners")
+    start = s.sheet.positions[corners]
+    where = start + u * (GAP - 1.0) * start * np.array([1.0, 0.0, 0.0])      # x toward the middle (x = 0)
+    target = pin.target.copy()
+    for corner, point in zip(corners, where):
+        target[pin.index == corner] = point                               # a torn corner's copies too
+    pin.target = target
+    for clip, point in zip(s.clips, where):
+        app.get(clip, Transform).position = point + (0.0, 0.02, 0.0)
+
+
+def grip(app: App, dt: float) -> None:
+    """PRE_STEP, after the input: a hand holds a patch, not a point. While a Grab holds a particle of the sheet,
+    the particles that share a triangle with it (and their copies, if the cloth tears there) are pinned too,
+    through the sheet's every-particle Pin, carried rigidly with it; letting go frees them again.
+
+    A Grab holds one particle; all of a pull's force then meets in the few links around it, and tearing
+    (50 % for 0.05 s) cut those first, ripping out a speck of two to four triangles that hung in the hand and
+    then lay on the floor. Holding the ring around it spreads the pull over the ring's outer links."""
+    s = app.resource(Sandbox)
+    hands = (s.hand, s.other_hand)
+    if not s.grip_held and not any(app.get(hand, Grab).active for hand in hands):
+        return                                                            # no hand on the cloth: nothing to do
+    cloth, pin = app.get(s.cloth, Cloth), app.get(s.cloth, Pin)
+    target, active = pin.target.copy(), pin.active.copy()
+    for hand in hands:
+        g, key = app.get(hand, Grab), str(hand)
+        holding = g.active and g.cloth == s.cloth and g.particle < cloth.particle_count
+        if key in s.grip_held and (not holding or s.grip_held[key] != g.particle):
+            active[_ring_rows(pin, cloth, s.grip_uv[key])[0]] = False     # let go of the ring
+            del s.grip_held[key], s.grip_uv[key], s.grip_offset[key]
+        if not holding:
+            continue
+        if key not in s.grip_held:                                        # take hold of the ring around it
+            ring = np.unique(cloth.triangles[(cloth.triangles == g.particle).any(axis=1)])
+            free = np.isin(ring, pin.index[~active])                          # not those pinned already (P)
+            ring = ring[(ring != g.particle) & free]
+            s.grip_held[key] = int(g.particle)
+            s.grip_uv[key] = cloth.rest_uv[ring]
+            s.grip_offset[key] = cloth.x[ring] - cloth.x[g.particle]
+        rows, member = _ring_rows(pin, cloth, s.grip_uv[key])
+        active[rows] = True
+        target[rows] = g.target + s.grip_offset[key][member]
+    if not (np.array_equal(active, pin.active) and np.array_equal(target, pin.target)):
+        pin.target = target
+        pin.active = active
+
+
+def _ring_rows(pin: Pin, cloth: Cloth, uv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``pin`` whose particle is one of a hand's ring, found by rest position ``uv`` (k, 2) [m] so a copy
+    made by a tear is found with its original; and which ring member each row is."""
+    same = (cloth.rest_uv[pin.index][:, None, :] == uv[None, :, :]).all(axis=2)     # (rows, k)
+    rows = np.flatnonzero(same.any(axis=1))
+    return rows, same[rows].argmax(axis=1)
 
 
 # --- input: the same actions for a player and for the script -------------------------------------
@@ -129,6 +228,9 @@ def play(app: App, state: InputState) -> None:
             switch_cloth(app, s, material=name)
     if pygame.K_r in pressed:
         reset(app, s)
+    if pygame.K_w in pressed:
+        for _, wind in app.query(Wind):
+            wind.active = not wind.active
 
 
 def toggle_pin(app: App, s: Sandbox, origin: np.ndarray, direction: np.ndarray) -> int | None:
@@ -170,16 +272,21 @@ def remade(cloth: Cloth, material: ClothMaterial, model: str) -> Cloth:
 
 
 def reset(app: App, s: Sandbox) -> None:
-    """Hang a fresh, untorn sheet from its top corners again, in the current model and fabric; let go of it."""
+    """Hang a fresh, untorn sheet from its top corners again (they slide together again), in the current model and
+    fabric; let go of it."""
     model = app.get(s.cloth, Cloth).model
     app.add_component(s.cloth, Cloth.from_mesh(s.sheet, s.material, model=model))
     app.add_component(s.cloth, hanging_pin(s.sheet))
     tearing = app.get(s.cloth, Tearable).active
-    app.add_component(s.cloth, Tearable(tear_strain=TEAR_STRAIN, tear_time=TEAR_TIME, active=tearing))
+    app.add_component(s.cloth, Tearable(tear_strain=TEAR_STRAIN, tear_time=TEAR_TIME,
+                                                max_splits=TEAR_SPLITS, active=tearing))
     for entity in (s.hand, s.other_hand):
         app.get(entity, Grab).active = False
     app.get(s.blower, Blower).active = False
     app.resource(Script).start.clear()
+    for held in (s.grip_held, s.grip_uv, s.grip_offset):
+        held.clear()
+    s.hung_at = app.clock.time
 
 
 # --- the scripted player (headless) ----------------------------------------------------------------
@@ -249,8 +356,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(GLRenderPlugin(*VIEW))
     app.add_plugin(WindowPlugin(title="Loom — sandbox: drag grab · Space blow · T tear · P pin · M model · "
                                       "1–5 fabric · R reset"))
-    build_scene(app)
-    return run_app(app, argv, arg_parser=parser("python -m loom.games.sandbox"))
+    return run_app(app, argv, arg_parser=parser("python -m loom.games.sandbox"), build=build_scene)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,17 @@ def test_startup_benchmark_times_a_warm_launch_to_the_first_frame():
     assert record["first_output_s"] is None or 0.0 < record["first_output_s"] <= record["seconds"]
 
 
+def test_startup_benchmark_lists_the_kernels_a_cold_launch_compiles_longest():
+    """``--kernels``: an empty cache, so the hanging sheet's first step compiles its kernels (about 10 s); the
+    longest own compile times come first, and the total covers them."""
+    *top, total = run_benchmark("startup", "--kernels", "3", "--game", "hanging_sheet", "--frames", "1")
+    assert len(top) == 3 and total["kernel"] == "(all)" and total["functions"] >= 3
+    seconds = [record["seconds"] for record in top]
+    assert seconds == sorted(seconds, reverse=True) and seconds[-1] > 0.0
+    assert sum(seconds) <= total["seconds"] + 1e-6 <= total["run_s"] + 1e-3
+    assert all(" (loom." in record["kernel"] or " (numba." in record["kernel"] for record in top), top
+
+
 def test_scenes_benchmark_prints_times_and_the_breakdown_per_scene():
     cape, flags = run_benchmark("scenes", "--scene", "cape", "flags100", "--frames", "5")
     assert cape["scene"] == "cape" and cape["particles"] == 600 and cape["cloths"] == 1

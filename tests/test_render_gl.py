@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loom.components import (Box, Camera, Capsule, Cloth, Collider, Cylinder, Pin, Plane, Prism, Sphere, Transform,
-                        TriangleMesh)
+from loom.components import (Box, Camera, Capsule, Cloth, Collider, ColliderStyle, Cylinder, Pin, Plane, Prism, Prop,
+                             Sphere, Transform, TriangleMesh)
 from loom.components.render import ClothStyle, InputState, RenderSettings
 from loom.engine import App, mesh
 from loom.engine.runner import run_app
@@ -34,13 +34,14 @@ BACK = (0.15, 0.3, 0.9)             # blue family
 @pytest.fixture
 def gl_app():
     """Return ``make(settings=None)``: an App with DefaultPlugins and an offscreen GLRenderPlugin (no HUD, no
-    colliders unless asked); every renderer is released and every App closed at teardown."""
+    colliders, no sky unless asked: pixels are compared with the flat background); every renderer is released and
+    every App closed at teardown."""
     apps: list[App] = []
 
     def make(settings: RenderSettings | None = None) -> App:
         app = App(dt=1 / 60, substeps=8)
         app.add_plugin(DefaultPlugins)
-        app.insert_resource(settings or RenderSettings(hud=False, show_colliders=False))
+        app.insert_resource(settings or RenderSettings(hud=False, show_colliders=False, sky=False))
         app.add_plugin(GLRenderPlugin(W, H, headless=True))
         apps.append(app)
         return app
@@ -86,7 +87,7 @@ def background(app: App) -> np.ndarray:
 
 # --- offscreen (EGL) -------------------------------------------------------------------------------------------------
 def test_frame_of_a_hanging_cloth_is_not_blank(gl_app):
-    app = gl_app(RenderSettings())                                     # defaults: HUD and colliders on
+    app = gl_app(RenderSettings(sky=False))                            # HUD and colliders on, a flat background
     hanging_sheet(app, Camera(target=(0.0, 0.5, -0.3), distance=2.2))
     pixels = read_pixels(app)
     assert pixels.shape == (H, W, 3) and pixels.dtype == np.uint8
@@ -178,7 +179,7 @@ def test_vertex_buffers_are_updated_in_place_and_subdivision_quadruples_triangle
 
 
 def test_every_collider_shape_is_drawn_where_its_transform_puts_it(gl_app):
-    app = gl_app(RenderSettings(hud=False))
+    app = gl_app(RenderSettings(hud=False, sky=False))
     camera = Camera(target=(0.0, 0.4, 0.0), distance=3.2, pitch=0.35)
     app.spawn(camera)
     app.spawn(Collider(Plane()), Transform())
@@ -214,7 +215,7 @@ def test_headless_screenshot_without_a_gl_renderer_fails_clearly(make_app, tmp_p
 
 def test_headless_screenshot_renders_one_offscreen_frame(gl_app, tmp_path, capsys):
     import pygame
-    app = gl_app(RenderSettings())
+    app = gl_app(RenderSettings(sky=False))
     hanging_sheet(app, Camera(target=(0.0, 0.5, -0.3), distance=2.2), seconds=0.0)
     out = tmp_path / "shot.png"
     assert FrameCapture in app.resources
@@ -296,6 +297,59 @@ print(json.dumps({"yaw_change": camera.yaw - yaw, "view": app.resource(RenderSet
 """
 
 
+_LOADING_SCRIPT = """
+import json, sys
+import numba
+import numpy as np
+from loom.engine import App
+from loom.engine.runner import run_app
+from loom.engine.window import LoadingView
+from loom.games.hanging_sheet import build_scene
+from loom.systems import DefaultPlugins
+from loom.systems.render.gl import GLRenderer, GLRenderPlugin
+from loom.systems.render.window import WindowPlugin
+
+app = App(substeps=4)
+app.add_plugin(DefaultPlugins)
+app.add_plugin(GLRenderPlugin(320, 240))
+app.add_plugin(WindowPlugin(title="loading test"))
+seen = []
+shown = app.resource(LoadingView).draw
+
+def watch(app, lines):                       # the real view, and what it said and drew
+    shown(app, lines)
+    pixels = app.resource(GLRenderer).read_pixels()
+    seen.append({"lines": lines, "built": bool(app.query(__import__("loom").Cloth)),
+                 "text_pixels": int((pixels.min(axis=2) > 200).sum())})
+
+app.resource(LoadingView).draw = watch
+
+@numba.njit(cache=False)
+def fresh_kernel(x):                         # compiles inside build: a first launch's compile, in small
+    return x * 3
+
+def build(app):
+    fresh_kernel(2)
+    build_scene(app, 8)
+
+run_app(app, ["--frames", "3", "--report", "json"], build=build)
+print(json.dumps(seen))
+"""
+
+
+def test_the_window_shows_a_loading_view_while_the_scene_builds_and_kernels_compile():
+    """run_app(build=...) opens the window first: a loading view is drawn before the scene exists, and again with
+    the compile progress (the kernel's name) while numba compiles inside build."""
+    env = dict(os.environ, SDL_VIDEODRIVER="offscreen", SDL_AUDIODRIVER="dummy")
+    run = subprocess.run([sys.executable, "-c", _LOADING_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen and not seen[0]["built"] and seen[0]["lines"] == ["loading test: loading"], seen[:1]
+    assert any("fresh_kernel" in " ".join(view["lines"]) for view in seen), [v["lines"] for v in seen]
+    assert all(view["text_pixels"] > 100 for view in seen), "the loading view's text was not drawn"
+
+
 def test_window_loop_turns_events_into_input_orbits_and_quits_on_escape(tmp_path):
     # SDL's offscreen driver gives an OpenGL window with no X server: the whole loop, events included.
     out = tmp_path / "quit.png"
@@ -325,9 +379,9 @@ def test_real_window_under_xvfb_saves_a_screenshot_that_is_not_blank(tmp_path):
     assert report["video_driver"] == "x11" and report["rendered_frames"] == 30, report
     image = pygame.surfarray.array3d(pygame.image.load(str(out))).transpose(1, 0, 2)
     assert image.shape == (640, 960, 3)
-    bg = np.round(RenderSettings().background * 255).astype(int)
-    differs = (np.abs(image.astype(int) - bg).max(axis=2) > 10).mean()
-    assert differs > 0.05, f"only {differs:.1%} of the window's pixels differ from the background"
+    edge = np.median(image[:, :48].astype(int), axis=1, keepdims=True)   # sky and floor at the left edge, by row
+    differs = (np.abs(image.astype(int) - edge).max(axis=2) > 30).mean()
+    assert differs > 0.05, f"only {differs:.1%} of the window's pixels differ from the sky and floor at its edge"
 
 
 def test_missing_gl_says_what_to_install_and_dummy_video_has_no_window(monkeypatch):
@@ -357,7 +411,114 @@ def test_missing_gl_says_what_to_install_and_dummy_video_has_no_window(monkeypat
     (lambda: RenderSettings(view="xray"), "RenderSettings.view = 'xray'"),
     (lambda: RenderSettings(light_direction=(0, 0, 0)), r"RenderSettings.light_direction = \[0.0, 0.0, 0.0\]"),
     (lambda: RenderSettings(background=(0.1, float("nan"), 0.1)), r"RenderSettings.background\[1\] = nan"),
+    (lambda: RenderSettings(samples=32), "RenderSettings.samples = 32"),
+    (lambda: RenderSettings(shadow_size=100), "RenderSettings.shadow_size = 100"),
+    (lambda: RenderSettings(sky="yes"), "RenderSettings.sky = 'yes'"),
+    (lambda: RenderSettings(sky_color=(0.0, 2.0, 0.0)), r"RenderSettings.sky_color\[1\] = 2.0"),
+    (lambda: RenderSettings(haze_distance=0.0), "RenderSettings.haze_distance = 0.0"),
+    (lambda: ClothStyle(weave_scale=-1.0), "ClothStyle.weave_scale = -1.0"),
+    (lambda: Prop("pole"), "Prop.shape = 'pole': expected a shape"),
+    (lambda: Prop(Sphere(0.1), color=(0.5, 0.5)), "Prop.color"),
+    (lambda: ColliderStyle(visible=1), "ColliderStyle.visible = 1"),
+    (lambda: ColliderStyle(tiles=-0.5), "ColliderStyle.tiles = -0.5"),
 ])
 def test_render_components_reject_bad_values_naming_the_field(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_render_settings_refuse_a_bad_assignment_and_keep_the_old_value():
+    settings = RenderSettings()
+    with pytest.raises(ValueError, match="RenderSettings.samples = -1"):
+        settings.samples = -1
+    with pytest.raises(ValueError, match="RenderSettings.shadows = 'on'"):
+        settings.shadows = "on"
+    assert settings.samples == 4 and settings.shadows is True
+
+
+# --- the look: sky, shadows, multisampling, props, collider styles, the weave ---------------------------------------
+def test_the_sky_is_blue_overhead_and_pale_at_the_horizon(gl_app):
+    app = gl_app(RenderSettings(hud=False, show_colliders=False))
+    app.spawn(Camera(target=(0.0, 1.0, 0.0), distance=3.0, pitch=-0.35))        # looking up a little
+    pixels = read_pixels(app).astype(int)
+    top, bottom = pixels[2, W // 2], pixels[-3, W // 2]
+    settings = app.resource(RenderSettings)
+    assert top[2] > top[0] + 40, f"the sky overhead is {top}, want blue (sky_color {settings.sky_color})"
+    assert bottom.min() > 150 and abs(bottom[2] - bottom[0]) < 40, f"the horizon is {bottom}, want pale"
+
+
+def shadow_scene(gl_app, shadows: bool) -> tuple[np.ndarray, Camera]:
+    """A floor seen from above with a 0.3 m ball held 0.5 m over it, lit from 45° to the right: the ball's shadow
+    falls 0.5 m to the left of it, where the camera sees the floor."""
+    app = gl_app(RenderSettings(hud=False, sky=False, shadows=shadows, light_direction=(1.0, 1.0, 0.0), ambient=0.3))
+    camera = Camera(target=(0.0, 0.0, 0.0), distance=3.0, pitch=1.45)
+    app.spawn(camera)
+    app.spawn(Collider(Plane()), Transform())
+    app.spawn(Prop(Sphere(0.3), color=(0.9, 0.9, 0.9)), Transform(position=(0.6, 0.5, 0.0)))
+    return read_pixels(app).astype(int), camera
+
+
+def test_a_prop_casts_a_shadow_on_the_floor_below_it(gl_app):
+    """The floor in the ball's shadow is darker than the floor beside it: ambient light only (0.3 of full)
+    against 0.3 + 0.7 · cos 45° = 0.79, so < 0.5× with the shadow map, and equal (±10 %) without."""
+    lit, camera = shadow_scene(gl_app, shadows=True)
+    unlit, _ = shadow_scene(gl_app, shadows=False)
+    under, beside = np.array([[0.1, 0.0, 0.05], [-0.9, 0.0, 0.05]])          # floor points, same tile colour
+    for pixels, expect in ((lit, "shadowed"), (unlit, "lit")):
+        a, b = sample(pixels, camera, np.array([under, beside])).sum(axis=1)
+        if expect == "shadowed":
+            assert a < 0.5 * b, f"floor under the ball {a}, beside it {b}: no shadow"
+        else:
+            assert abs(a - b) < 0.1 * b, f"without shadows the floor under the ball {a} differs from beside {b}"
+
+
+def test_props_are_drawn_in_their_colour_and_never_collide(gl_app):
+    app = gl_app()
+    camera = Camera(target=(0.0, 0.5, 0.0), distance=2.0, pitch=0.0)
+    app.spawn(camera)
+    app.spawn(Prop(Box((0.3, 0.3, 0.3)), color=(0.1, 0.8, 0.1)), Transform(position=(0.0, 0.5, 0.0)))
+    sheet = mesh.grid(8, 8, 0.4, 0.4, center=(0.0, 1.2, 0.0), plane="xz")
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    app.spawn(cloth)
+    app.step(40)                                        # 0.67 s of free fall: 2.2 m, straight through the box
+    rgb = sample(read_pixels(app), camera, np.array([[0.0, 0.5, 0.3]]))[0]
+    assert rgb[1] > 2 * max(rgb[0], rgb[2]), f"the green prop shows {rgb}"
+    assert cloth.x[:, 1].max() < 0.2 - 0.3, "a prop must not hold the cloth up (props never collide)"
+
+
+def test_collider_style_colours_or_hides_a_collider(gl_app):
+    app = gl_app(RenderSettings(hud=False, sky=False))
+    camera = Camera(target=(0.0, 0.5, 0.0), distance=2.0, pitch=0.0)
+    app.spawn(camera)
+    shown = app.spawn(Collider(Sphere(0.2)), Transform(position=(-0.4, 0.5, 0.0)), ColliderStyle(color=(0.1, 0.1, 0.9)))
+    app.spawn(Collider(Sphere(0.2)), Transform(position=(0.4, 0.5, 0.0)), ColliderStyle(visible=False))
+    left, right = sample(read_pixels(app), camera, np.array([[-0.4, 0.5, 0.2], [0.4, 0.5, 0.2]]))
+    assert left[2] > 2 * max(left[0], left[1]), f"the styled collider shows {left}, want blue"
+    assert np.abs(right - background(app)).max() <= 10, f"the hidden collider shows {right}"
+    app.get(shown, ColliderStyle).visible = False
+    render_frame(app)
+    left = sample(read_pixels(app), camera, np.array([[-0.4, 0.5, 0.2]]))[0]
+    assert np.abs(left - background(app)).max() <= 10, "hiding a collider takes effect on the next frame"
+
+
+def test_multisampling_blends_the_pixels_along_an_edge(gl_app):
+    """A white box on black: with 4 samples the pixels its edge crosses take intermediate greys (0.25, 0.5,
+    0.75 of white); with none every pixel is the box's colour or black."""
+    greys = {}
+    for samples in (0, 4):
+        app = gl_app(RenderSettings(hud=False, sky=False, shadows=False, samples=samples, background=(0.0, 0.0, 0.0),
+                                    ambient=1.0))
+        app.spawn(Camera(target=(0.0, 0.0, 0.0), distance=3.0, yaw=0.3, pitch=0.0))
+        app.spawn(Prop(Box((0.5, 0.5, 0.5)), color=(1.0, 1.0, 1.0)), Transform.from_axis_angle((0, 0, 0), (0, 0, 1), 0.4))
+        pixels = read_pixels(app).astype(int).max(axis=2)
+        greys[samples] = int(((pixels > 30) & (pixels < 220)).sum())
+    assert greys[0] == 0 and greys[4] > 100, f"pixels with intermediate greys: {greys}"
+
+
+def test_the_default_cloth_texture_is_a_weave_of_threads():
+    from loom.systems.render.gl import weave_image
+    assert ClothStyle().texture == "weave"
+    image = weave_image().astype(int)[:, :, 0]
+    assert image.shape == (64, 64) and 100 <= image.min() and image.max() >= 230
+    rows = image.mean(axis=1)                            # threads: brightness rises and falls every 16 texels
+    assert rows.max() - rows.min() > 10

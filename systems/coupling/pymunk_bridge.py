@@ -304,18 +304,22 @@ def _begin_rows(held, packed, bodies, m):
     """Start a step: each body's state from its given columns (the rest zeroed, the first collider's offset
     and angle derived), and the first m coupled rows' gathered poses and whole-step impulses (taken so far)."""
     a, p = held.value, packed.value
-    for i in range(m):
-        r = a.rows[i]
-        a.base0[i] = p.pose0[r]
-        a.base1[i] = p.pose1[r]
-        a.whole[i] = p.impulse[r]
-        a.whole_point[i] = p.impulse_point[r]
-        a.consumed[i] = p.impulse[r]
-        a.consumed_point[i] = p.impulse_point[r]
+    for i in range(m):                          # element loops: a row copy (a.base0[i] = p.pose0[r]) compiles
+        r = a.rows[i]                           # numba's shape-error formatting, seconds of a first launch
+        for c in range(a.base0.shape[1]):
+            a.base0[i, c] = p.pose0[r, c]
+            a.base1[i, c] = p.pose1[r, c]
+        for c in range(a.whole.shape[1]):
+            a.whole[i, c] = p.impulse[r, c]
+            a.consumed[i, c] = p.impulse[r, c]
+        for c in range(a.whole_point.shape[1]):
+            a.whole_point[i, c] = p.impulse_point[r, c]
+            a.consumed_point[i, c] = p.impulse_point[r, c]
     for b in range(bodies):
         s = a.state[b]
         s[:] = 0.0
-        s[:GIVEN] = a.given[b * GIVEN:(b + 1) * GIVEN]
+        for g in range(GIVEN):                  # a loop: an array-to-slice copy compiles numba's shape-error formatting
+            s[g] = a.given[b * GIVEN + g]
         i = a.start[b]
         s[ARM_X] = a.base1[i, 4] - s[CX]
         s[ARM_Y] = a.base1[i, 5] - s[CY]
@@ -385,8 +389,10 @@ def _take(a, b, alpha, impulse, impulse_point, since):
             px -= a.consumed_point[i, 0]
             py -= a.consumed_point[i, 1]
             weight -= a.consumed_point[i, 3]
-            a.consumed[i] = impulse[r]
-            a.consumed_point[i] = impulse_point[r]
+            for c in range(a.consumed.shape[1]):          # element loops: see _begin_rows
+                a.consumed[i, c] = impulse[r, c]
+            for c in range(a.consumed_point.shape[1]):
+                a.consumed_point[i, c] = impulse_point[r, c]
         if weight <= 0.0:
             continue
         jx += ix

@@ -344,9 +344,10 @@ def _air_at_points(points, base, amp, modes, cones, zones, t, out):
     ``math.sin``."""
     rows = np.empty((8, points.shape[0]))
     _air_rows(points, base, amp, modes, cones, zones, t, rows)
-    out[:, 0] = rows[3]
-    out[:, 1] = rows[4]
-    out[:, 2] = rows[5]
+    for k in range(points.shape[0]):             # loops, not out[:, 0] = rows[3]: an array-to-slice copy pulls
+        out[k, 0] = rows[3, k]                   # numba's shape-error formatting (seconds of string code) into
+        out[k, 1] = rows[4, k]                   # a first launch's compile
+        out[k, 2] = rows[5, k]
 
 
 @numba.njit(cache=True)

@@ -189,7 +189,10 @@ def _prepare_fixed_batch(index, active, active_before, target, base_inv_mass, st
     for k in range(len(index)):
         done[k] = not _flags_changed(active[k], active_before[k])
         if done[k]:
-            end[k][:] = target[k]
+            ends, targets = end[k], target[k]
+            for i in range(ends.shape[0]):          # a loop: an array-to-slice copy compiles numba's shape-error
+                for c in range(3):                  # formatting (seconds of a first launch)
+                    ends[i, c] = targets[i, c]
             _hold(index[k], active[k], x[k], base_inv_mass[k], start[k], inv_mass[k])
 
 

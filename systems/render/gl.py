@@ -36,26 +36,69 @@ import numpy as np
 
 from loom.components import Camera, Cloth, Collider, Transform
 from loom.components.collider import Box, Capsule, Cylinder, Plane, Prism, Sphere, TriangleMesh
-from loom.components.render import ClothStyle, RenderSettings
+from loom.components.render import FLOOR_COLOR, SOLID_COLOR, ClothStyle, ColliderStyle, Prop, RenderSettings
 from loom.engine import App, Stage
 from loom.engine.frame_stats import FrameStats
 from loom.engine.geometry import grid_triangles
-from loom.engine.window import FrameCapture, Window, WindowSettings, create_gl_context, save_png
+from loom.engine.window import FrameCapture, LoadingView, Window, WindowSettings, create_gl_context, save_png
 from loom.systems.render.surface import ClothSurface
 
 CLOTH_FLOATS = 9
 """Floats per cloth vertex in the vertex buffer: position (3) [m], normal (3), rest uv (2) [m], strain (1) [-]."""
 HUD_SECONDS = 0.25
 """The HUD text is re-rendered at most this often [s] (pygame.font text is slow to make every frame)."""
-PLANE_EXTENT = 6.0
+PLANE_EXTENT = 60.0
 """Half side [m] of the square drawn for an (infinite) Plane collider, around its Transform's position."""
-COLLIDER_COLOR = (0.62, 0.63, 0.66)
-"""RGB of solid colliders."""
-FLOOR_COLOR = (0.42, 0.44, 0.48)
-"""RGB of planes (drawn with a 0.5 m checker for depth cues)."""
 _MODES = {"shaded": 0, "normals": 1, "strain": 2, "wireframe": 3}
 
 # --- shaders (GLSL 330 core) -------------------------------------------------------------------------------------
+_LIGHTING = """
+uniform vec3 u_light;            // unit, toward the light, world space
+uniform float u_ambient;         // fraction of full light that reaches every surface
+uniform vec3 u_eye;              // camera position [m]
+uniform vec3 u_sky;              // sky colour overhead (tints light from above)
+uniform vec3 u_horizon;          // haze colour
+uniform float u_haze;            // distance [m] at which surfaces fade halfway into the haze; 0: none
+uniform int u_shadows;           // 1: sample the shadow map
+uniform float u_shadow_texel;    // shadow map texel [m]
+uniform mat4 u_light_proj;       // world -> light clip space
+uniform sampler2DShadow u_shadow_map;
+
+float sun_visible(vec3 world, vec3 n_lit) {
+    if (u_shadows == 0) return 1.0;
+    vec4 p = u_light_proj * vec4(world + n_lit * (1.5 * u_shadow_texel), 1.0);
+    vec3 q = p.xyz / p.w * 0.5 + 0.5;
+    if (q.x <= 0.0 || q.x >= 1.0 || q.y <= 0.0 || q.y >= 1.0 || q.z >= 1.0) return 1.0;
+    float texel = 1.0 / float(textureSize(u_shadow_map, 0).x);
+    float sum = 0.0;                                  // 8 taps of hardware 2x2 PCF on a ring: a soft edge
+    for (int k = 0; k < 8; ++k) {
+        float a = 0.785398 * float(k) + 0.3;
+        sum += texture(u_shadow_map, vec3(q.xy + 1.6 * texel * vec2(cos(a), sin(a)), q.z - 0.0005));
+    }
+    return sum / 8.0;
+}
+
+vec3 shade(vec3 base, vec3 n, vec3 world, float wrap, float shine) {
+    // Wrapped Lambert (soft terminator, as light scatters into fabric), shadowed sun, sky-tinted ambient, and a
+    // faint Blinn highlight of strength ``shine``.
+    float ndl = dot(n, u_light);
+    float diffuse = max((ndl + wrap) / (1.0 + wrap), 0.0);
+    float sun = diffuse > 0.0 ? sun_visible(world, ndl >= 0.0 ? n : -n) : 0.0;
+    vec3 sky_tint = mix(vec3(0.78, 0.74, 0.70), mix(vec3(1.0), u_sky * 1.6, 0.18), n.y * 0.5 + 0.5);
+    vec3 c = base * (u_ambient * sky_tint + (1.0 - u_ambient) * diffuse * sun * vec3(1.0, 0.97, 0.92));
+    if (shine > 0.0) {
+        vec3 h = normalize(u_light + normalize(u_eye - world));
+        c += shine * pow(max(dot(n, h), 0.0), 24.0) * sun;
+    }
+    return c;
+}
+
+vec3 hazed(vec3 c, vec3 world) {
+    if (u_haze <= 0.0) return c;
+    float d = length(world - u_eye) / u_haze;
+    return mix(c, u_horizon, 1.0 - exp2(-d * d));
+}
+"""
 _CLOTH_VS = """
 #version 330 core
 uniform mat4 u_view_proj;
@@ -63,10 +106,12 @@ in vec3 in_position;
 in vec3 in_normal;
 in vec2 in_uv;
 in float in_strain;
+out vec3 v_world;
 out vec3 v_normal;
 out vec2 v_uv;
 out float v_strain;
 void main() {
+    v_world = in_position;
     v_normal = in_normal;
     v_uv = in_uv;
     v_strain = in_strain;
@@ -78,21 +123,16 @@ _CLOTH_FS = """
 uniform int u_mode;              // 0 shaded, 1 normals, 2 strain, 3 flat (wireframe)
 uniform vec3 u_front;
 uniform vec3 u_back;
-uniform vec3 u_light;            // unit, toward the light, world space
-uniform float u_ambient;
 uniform sampler2D u_texture;
 uniform vec2 u_uv_scale;         // texture coordinate = rest uv [m] * scale + offset
 uniform vec2 u_uv_offset;
 uniform float u_strain_scale;    // strain shown at full colour [-]
+in vec3 v_world;
 in vec3 v_normal;
 in vec2 v_uv;
 in float v_strain;
 out vec4 f_color;
-
-vec3 lit(vec3 base, vec3 n) {
-    return base * (u_ambient + (1.0 - u_ambient) * max(dot(n, u_light), 0.0));
-}
-
+""" + _LIGHTING + """
 void main() {
     float len = length(v_normal);
     vec3 n = len > 0.0 ? v_normal / len : vec3(0.0, 1.0, 0.0);
@@ -105,7 +145,7 @@ void main() {
         float s = clamp(v_strain / u_strain_scale, -1.0, 1.0);
         vec3 c = s >= 0.0 ? mix(vec3(0.95), vec3(0.9, 0.08, 0.05), s)
                           : mix(vec3(0.95), vec3(0.1, 0.25, 0.95), -s);
-        f_color = vec4(lit(c, side_n), 1.0);
+        f_color = vec4(shade(c, side_n, v_world, 0.0, 0.0), 1.0);
         return;
     }
     vec3 base = gl_FrontFacing ? u_front : u_back;
@@ -114,7 +154,10 @@ void main() {
         return;
     }
     base *= texture(u_texture, v_uv * u_uv_scale + u_uv_offset).rgb;
-    f_color = vec4(lit(base, side_n), 1.0);
+    vec3 c = shade(base, side_n, v_world, 0.35, 0.0);
+    float rim = pow(1.0 - abs(dot(side_n, normalize(u_eye - v_world))), 3.0);   // fabric sheen at grazing angles
+    c += 0.12 * rim * base * u_horizon;
+    f_color = vec4(hazed(c, v_world), 1.0);
 }
 """
 _SOLID_VS = """
@@ -124,23 +167,26 @@ uniform mat4 u_model;            // rotation and translation only (Transform)
 in vec3 in_position;
 in vec3 in_normal;
 in vec2 in_uv;
+out vec3 v_world;
 out vec3 v_normal;
 out vec2 v_uv;
 void main() {
+    vec4 world = u_model * vec4(in_position, 1.0);
+    v_world = world.xyz;
     v_normal = mat3(u_model) * in_normal;
     v_uv = in_uv;
-    gl_Position = u_view_proj * u_model * vec4(in_position, 1.0);
+    gl_Position = u_view_proj * world;
 }
 """
 _SOLID_FS = """
 #version 330 core
 uniform vec3 u_color;
-uniform vec3 u_light;
-uniform float u_ambient;
-uniform float u_checker;         // checker cell [m] on in_uv, 0 for none
+uniform float u_checker;         // tile side [m] on in_uv, 0 for none
+in vec3 v_world;
 in vec3 v_normal;
 in vec2 v_uv;
 out vec4 f_color;
+""" + _LIGHTING + """
 void main() {
     float len = length(v_normal);
     vec3 n = len > 0.0 ? v_normal / len : vec3(0.0, 1.0, 0.0);
@@ -148,9 +194,52 @@ void main() {
     vec3 base = u_color;
     if (u_checker > 0.0) {
         vec2 cell = floor(v_uv / u_checker);
-        base *= mod(cell.x + cell.y, 2.0) < 0.5 ? 1.0 : 0.85;
+        base *= mod(cell.x + cell.y, 2.0) < 0.5 ? 1.0 : 0.9;
     }
-    f_color = vec4(base * (u_ambient + (1.0 - u_ambient) * max(dot(n, u_light), 0.0)), 1.0);
+    vec3 c = shade(base, n, v_world, 0.0, 0.08);
+    f_color = vec4(hazed(c, v_world), 1.0);
+}
+"""
+_DEPTH_VS = """
+#version 330 core
+uniform mat4 u_light_proj;
+uniform mat4 u_model;
+in vec3 in_position;
+void main() {
+    gl_Position = u_light_proj * u_model * vec4(in_position, 1.0);
+}
+"""
+_DEPTH_FS = """
+#version 330 core
+void main() {
+}
+"""
+_SKY_VS = """
+#version 330 core
+in vec2 in_position;             // a triangle covering the screen, normalised device coordinates
+out vec2 v_ndc;
+void main() {
+    v_ndc = in_position;
+    gl_Position = vec4(in_position, 0.9999, 1.0);
+}
+"""
+_SKY_FS = """
+#version 330 core
+uniform mat4 u_inverse_view_proj;
+uniform vec3 u_eye;
+uniform vec3 u_sky;
+uniform vec3 u_horizon;
+uniform vec3 u_light;
+in vec2 v_ndc;
+out vec4 f_color;
+void main() {
+    vec4 far = u_inverse_view_proj * vec4(v_ndc, 1.0, 1.0);
+    vec3 dir = normalize(far.xyz / far.w - u_eye);
+    float up = dir.y;
+    vec3 c = up >= 0.0 ? mix(u_horizon, u_sky, pow(smoothstep(0.0, 0.75, up), 0.7))
+                       : mix(u_horizon, u_horizon * 0.82, smoothstep(0.0, -0.4, up));
+    c += vec3(1.0, 0.95, 0.85) * 0.25 * pow(max(dot(dir, u_light), 0.0), 32.0);   // glow round the sun
+    f_color = vec4(c, 1.0);
 }
 """
 _POINTS_VS = """
@@ -210,6 +299,7 @@ class _ClothGPU:
     vbo: Any
     ibo: Any
     vao: Any
+    depth_vao: Any
     points_vbo: Any
     points_vao: Any
     image: Any = None             # the ClothStyle.texture array last uploaded (identity decides re-upload)
@@ -217,7 +307,8 @@ class _ClothGPU:
     uv_box: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
 
     def release(self) -> None:
-        for obj in (self.vao, self.points_vao, self.vbo, self.ibo, self.points_vbo, self.image_texture):
+        for obj in (self.vao, self.depth_vao, self.points_vao, self.vbo, self.ibo, self.points_vbo,
+                    self.image_texture):
             if obj is not None:
                 obj.release()
 
@@ -230,9 +321,11 @@ class _SolidGPU:
     signature: tuple
     vbo: Any
     vao: Any
+    depth_vao: Any
 
     def release(self) -> None:
         self.vao.release()
+        self.depth_vao.release()
         self.vbo.release()
 
 
@@ -266,9 +359,10 @@ class GLRenderer:
     uploads (packing the vertex rows and writing the buffers), for benchmarks/scenes.py's breakdown."""
     _programs: dict[str, Any] = field(default_factory=dict, repr=False)
     _cloths: dict[int, _ClothGPU] = field(default_factory=dict, repr=False)
-    _solids: dict[int, _SolidGPU] = field(default_factory=dict, repr=False)
+    _solids: dict[tuple[str, int], _SolidGPU] = field(default_factory=dict, repr=False)
     _textures: dict[str, Any] = field(default_factory=dict, repr=False)
     _hud: dict[str, Any] = field(default_factory=dict, repr=False)
+    _fonts: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def ensure_context(self, app: App) -> None:
         """Create the context, target, programs and shared textures if not yet done (first frame)."""
@@ -294,28 +388,55 @@ class GLRenderer:
             "solid": ctx.program(vertex_shader=_SOLID_VS, fragment_shader=_SOLID_FS),
             "points": ctx.program(vertex_shader=_POINTS_VS, fragment_shader=_POINTS_FS),
             "hud": ctx.program(vertex_shader=_HUD_VS, fragment_shader=_HUD_FS),
+            "depth": ctx.program(vertex_shader=_DEPTH_VS, fragment_shader=_DEPTH_FS),
+            "sky": ctx.program(vertex_shader=_SKY_VS, fragment_shader=_SKY_FS),
         }
         checker = np.array([[255, 191], [191, 255]], np.uint8)[:, :, None].repeat(3, axis=2)
         self._textures["checker"] = _texture(ctx, checker, nearest=True, repeat=True)
+        self._textures["weave"] = _texture(ctx, weave_image(), nearest=False, repeat=True)
         self._textures["white"] = _texture(ctx, np.full((1, 1, 3), 255, np.uint8), nearest=True, repeat=True)
+        sky = np.array([[-1.0, -1.0], [3.0, -1.0], [-1.0, 3.0]], np.float32)
+        self._textures["sky_vbo"] = ctx.buffer(sky.tobytes())
+        self._textures["sky_vao"] = ctx.vertex_array(self._programs["sky"], [(self._textures["sky_vbo"], "2f",
+                                                                                  "in_position")])
 
     def render(self, app: App, dt: float = 0.0) -> None:
-        """Draw the scene once into ``target`` (creating the context on the first call); the HUD's FPS comes from
-        ``app.frame_stats``, not from dt [s]."""
+        """Draw the scene once into ``target`` (creating the context on the first call): the shadow map, then
+        sky, colliders, props and cloths into a multisampled framebuffer resolved into ``target``, then the HUD.
+        The HUD's FPS comes from ``app.frame_stats``, not from dt [s]."""
         self.ensure_context(app)
         settings = app.resources.get(RenderSettings) or RenderSettings()
         ctx = self.ctx
-        self.target.use()
-        self.target.clear(*settings.background, 1.0, depth=1.0)
-        ctx.enable(moderngl.DEPTH_TEST | moderngl.PROGRAM_POINT_SIZE)
-        ctx.disable(moderngl.CULL_FACE | moderngl.BLEND)
         cameras = app.query(Camera)
         camera = cameras[0][1] if cameras else self.default_camera
         view_proj = camera.projection(self.width / self.height) @ camera.view()
-        matrix = np.ascontiguousarray(view_proj.T, dtype=np.float32).tobytes()   # row-major → GL column-major
-        if settings.show_colliders:
-            self._draw_colliders(app, settings, matrix)
-        self._draw_cloths(app, settings, matrix)
+        matrix = _gl_matrix(view_proj)
+        solids = self._solid_items(app, settings)
+        cloths = self._update_cloths(app, settings)
+        shadows = settings.shadows and settings.view not in ("normals", "particles")
+        light_proj, texel = self._draw_shadow_map(settings, camera, solids, cloths) if shadows else (np.eye(4), 0.0)
+        frame = self._frame_buffer(settings)
+        frame.use()
+        if settings.sky:
+            frame.clear(*settings.horizon_color, 1.0, depth=1.0)
+        else:
+            frame.clear(*settings.background, 1.0, depth=1.0)
+        ctx.disable(moderngl.CULL_FACE | moderngl.BLEND)
+        if settings.sky and settings.view != "normals":
+            self._draw_sky(settings, camera, view_proj)
+        ctx.enable(moderngl.DEPTH_TEST | moderngl.PROGRAM_POINT_SIZE)
+        for name in ("cloth", "solid"):
+            self._set_lighting(self._programs[name], settings, camera, light_proj, texel, shadows)
+        self._draw_solids(solids, matrix)
+        self._draw_cloths(cloths, settings, matrix)
+        if frame is not self.target:                                    # resolve the samples into the target
+            if self.windowed:                                           # the window's formats differ: resolve
+                resolved = self._textures["resolved"]                   # into our own first, then copy colour
+                ctx.copy_framebuffer(resolved, frame)
+                ctx.copy_framebuffer(self.target, resolved)
+            else:
+                ctx.copy_framebuffer(self.target, frame)
+            self.target.use()
         if settings.hud:
             self._draw_hud(app, settings, dt)
         self.frames += 1
@@ -346,13 +467,103 @@ class GLRenderer:
         self.ctx = self.target = None
         self.frames = 0
 
+    # --- frame: multisampling, sky, lighting, shadow map -----------------------------------------------------------
+    def _frame_buffer(self, settings: RenderSettings) -> Any:
+        """The framebuffer the scene is drawn into: a multisampled one of ``settings.samples`` (clamped to the
+        driver's maximum), rebuilt when that changes, or ``target`` itself with no multisampling."""
+        samples = min(settings.samples, self.ctx.max_samples)
+        if samples <= 1:
+            return self.target
+        if self._textures.get("msaa_samples") != samples:
+            for name in ("msaa", "msaa_color", "msaa_depth", "resolved", "resolved_color"):
+                old = self._textures.pop(name, None)
+                if old is not None:
+                    old.release()
+            size = (self.width, self.height)
+            color = self.ctx.renderbuffer(size, 4, samples=samples)
+            depth = self.ctx.depth_renderbuffer(size, samples=samples)
+            self._textures.update(msaa=self.ctx.framebuffer(color_attachments=[color], depth_attachment=depth),
+                                  msaa_color=color, msaa_depth=depth, msaa_samples=samples)
+            if self.windowed:                    # colour only: a blit into the window with depth is refused
+                resolved = self.ctx.renderbuffer(size, 4)
+                self._textures.update(resolved=self.ctx.framebuffer(color_attachments=[resolved]),
+                                      resolved_color=resolved)
+        return self._textures["msaa"]
+
+    def _draw_sky(self, settings: RenderSettings, camera: Camera, view_proj: np.ndarray) -> None:
+        """The sky gradient behind everything (depth test off, so it writes no depth)."""
+        self.ctx.disable(moderngl.DEPTH_TEST)
+        prog = self._programs["sky"]
+        prog["u_inverse_view_proj"].write(_gl_matrix(np.linalg.inv(view_proj)))
+        _set(prog, "u_eye", tuple(camera.eye))
+        _set(prog, "u_sky", tuple(settings.sky_color))
+        _set(prog, "u_horizon", tuple(settings.horizon_color))
+        _set(prog, "u_light", tuple(settings.light_direction))
+        self._textures["sky_vao"].render(moderngl.TRIANGLES)
+
+    def _set_lighting(self, prog: Any, settings: RenderSettings, camera: Camera, light_proj: np.ndarray,
+                      texel: float, shadows: bool) -> None:
+        """The uniforms of the shared lighting code (_LIGHTING) of one program."""
+        _set(prog, "u_light", tuple(settings.light_direction))
+        _set(prog, "u_ambient", settings.ambient)
+        _set(prog, "u_eye", tuple(camera.eye))
+        _set(prog, "u_sky", tuple(settings.sky_color) if settings.sky else (0.6, 0.6, 0.6))
+        _set(prog, "u_horizon", tuple(settings.horizon_color) if settings.sky else tuple(settings.background))
+        _set(prog, "u_haze", settings.haze_distance if settings.sky else 0.0)
+        _set(prog, "u_shadows", 1 if shadows else 0)
+        _set(prog, "u_shadow_texel", texel)
+        uniform = prog.get("u_light_proj", None)
+        if uniform is not None:
+            uniform.write(_gl_matrix(light_proj))
+        if shadows:
+            self._textures["shadow_map"].use(location=1)
+        _set(prog, "u_shadow_map", 1)
+
+    def _draw_shadow_map(self, settings: RenderSettings, camera: Camera, solids: list, cloths: list
+                         ) -> tuple[np.ndarray, float]:
+        """Render the depth of every cloth, collider and prop as seen from the light into the shadow map; return
+        the world → light clip matrix and the map's texel size [m]. The map covers a square of side
+        1.6 × the camera's distance (at least 3 m) around the camera's target, snapped to whole texels so the
+        shadows do not shimmer as the camera moves."""
+        size = settings.shadow_size
+        if self._textures.get("shadow_size") != size:
+            for name in ("shadow_fbo", "shadow_map"):
+                old = self._textures.pop(name, None)
+                if old is not None:
+                    old.release()
+            depth = self.ctx.depth_texture((size, size))
+            depth.compare_func = "<="
+            depth.filter = (moderngl.LINEAR, moderngl.LINEAR)
+            depth.repeat_x = depth.repeat_y = False
+            self._textures.update(shadow_map=depth, shadow_size=size,
+                                  shadow_fbo=self.ctx.framebuffer(depth_attachment=depth))
+        half = max(1.5, 0.8 * camera.distance)
+        light_proj = _light_projection(np.asarray(settings.light_direction, float), np.asarray(camera.target, float),
+                                       half, size)
+        fbo = self._textures["shadow_fbo"]
+        fbo.use()
+        fbo.clear(depth=1.0)
+        ctx = self.ctx
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.disable(moderngl.CULL_FACE | moderngl.BLEND)
+        prog = self._programs["depth"]
+        prog["u_light_proj"].write(_gl_matrix(light_proj))
+        ctx.polygon_offset = (1.5, 2.0)
+        for gpu, model, _, _ in solids:
+            if not isinstance(gpu.shape, Plane):                           # the floor receives, never casts
+                prog["u_model"].write(model)
+                gpu.depth_vao.render(moderngl.TRIANGLES)
+        prog["u_model"].write(_gl_matrix(np.eye(4)))
+        for gpu, _ in cloths:
+            gpu.depth_vao.render(moderngl.TRIANGLES)
+        ctx.polygon_offset = (0.0, 0.0)
+        return light_proj, 2.0 * half / size
+
     # --- cloths --------------------------------------------------------------------------------------------------
-    def _draw_cloths(self, app: App, settings: RenderSettings, matrix: bytes) -> None:
-        """Draw every Cloth entity with its own ClothStyle, else ``default_style``; free buffers of gone ones."""
-        seen = set()
-        cloth_prog, points_prog = self._programs["cloth"], self._programs["points"]
-        cloth_prog["u_view_proj"].write(matrix)
-        points_prog["u_view_proj"].write(matrix)
+    def _update_cloths(self, app: App, settings: RenderSettings) -> list[tuple[_ClothGPU, ClothStyle]]:
+        """Bring every visible cloth's vertex buffer up to date (subdivided surface, normals, strain) and return
+        (GL objects, style) of each to draw; free the buffers of despawned cloths."""
+        seen, out = set(), []
         for entity, cloth in app.query(Cloth):
             style = app.try_get(entity, ClothStyle) or self.default_style
             seen.add(entity)
@@ -362,25 +573,37 @@ class GLRenderer:
             if settings.view == "particles":
                 _pack_points(cloth.x, cloth.inv_mass, gpu.points)
                 gpu.points_vbo.write(gpu.points)
+            else:
+                start = time.perf_counter()
+                gpu.surface.update(cloth, strain=settings.view == "strain")
+                packed = time.perf_counter()
+                _pack_vertices(gpu.surface.x, gpu.surface.normal, gpu.surface.uv, gpu.surface.strain, gpu.packed)
+                gpu.vbo.write(gpu.packed)
+                self.seconds["normals"] += packed - start
+                self.seconds["upload"] += time.perf_counter() - packed
+            out.append((gpu, style))
+        for entity in [e for e in self._cloths if e not in seen]:       # despawned cloths
+            self._cloths.pop(entity).release()
+        return out
+
+    def _draw_cloths(self, cloths: list[tuple[_ClothGPU, ClothStyle]], settings: RenderSettings,
+                     matrix: bytes) -> None:
+        """Draw the cloths ``_update_cloths`` prepared, each with its own style, in the current view."""
+        cloth_prog, points_prog = self._programs["cloth"], self._programs["points"]
+        cloth_prog["u_view_proj"].write(matrix)
+        points_prog["u_view_proj"].write(matrix)
+        for gpu, style in cloths:
+            if settings.view == "particles":
                 _set(points_prog, "u_point_size", settings.point_size)
                 _set(points_prog, "u_color", tuple(style.front_color))
                 _set(points_prog, "u_pinned_color", (1.0, 0.85, 0.1))
                 gpu.points_vao.render(moderngl.POINTS)
                 continue
-            start = time.perf_counter()
-            gpu.surface.update(cloth, strain=settings.view == "strain")
-            packed = time.perf_counter()
-            _pack_vertices(gpu.surface.x, gpu.surface.normal, gpu.surface.uv, gpu.surface.strain, gpu.packed)
-            gpu.vbo.write(gpu.packed)
-            self.seconds["normals"] += packed - start
-            self.seconds["upload"] += time.perf_counter() - packed
             texture, scale, offset = self._cloth_texture(gpu, style)
             texture.use(location=0)
             _set(cloth_prog, "u_mode", _MODES[settings.view])
             _set(cloth_prog, "u_front", tuple(style.front_color))
             _set(cloth_prog, "u_back", tuple(style.back_color))
-            _set(cloth_prog, "u_light", tuple(settings.light_direction))
-            _set(cloth_prog, "u_ambient", settings.ambient)
             _set(cloth_prog, "u_texture", 0)
             _set(cloth_prog, "u_uv_scale", scale)
             _set(cloth_prog, "u_uv_offset", offset)
@@ -391,8 +614,6 @@ class GLRenderer:
                 self.ctx.wireframe = False
             else:
                 gpu.vao.render(moderngl.TRIANGLES)
-        for entity in [e for e in self._cloths if e not in seen]:       # despawned cloths
-            self._cloths.pop(entity).release()
 
     def _cloth_gpu(self, entity: int, cloth: Cloth, style: ClothStyle) -> _ClothGPU:
         """Return the entity's GL objects, building them (once per topology and subdivision level)."""
@@ -412,19 +633,21 @@ class GLRenderer:
         vao = ctx.vertex_array(self._programs["cloth"],
                                [(vbo, "3f 3f 2f 1f", "in_position", "in_normal", "in_uv", "in_strain")],
                                index_buffer=ibo, index_element_size=4)
+        depth_vao = ctx.vertex_array(self._programs["depth"], [(vbo, f"3f {4 * (CLOTH_FLOATS - 3)}x", "in_position")],
+                                     index_buffer=ibo, index_element_size=4)
         points_vbo = ctx.buffer(reserve=points.nbytes, dynamic=True)
         points_vao = ctx.vertex_array(self._programs["points"], [(points_vbo, "3f 1f", "in_position", "in_pinned")])
         uv = surface.uv
         lo, hi = (uv.min(axis=0), uv.max(axis=0)) if uv.size else (np.zeros(2), np.ones(2))
         gpu = _ClothGPU(surface=surface, packed=packed, points=points, vbo=vbo, ibo=ibo, vao=vao,
-                        points_vbo=points_vbo, points_vao=points_vao,
+                        depth_vao=depth_vao, points_vbo=points_vbo, points_vao=points_vao,
                         uv_box=(float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
         self._cloths[entity] = gpu
         return gpu
 
     def _cloth_texture(self, gpu: _ClothGPU, style: ClothStyle) -> tuple[Any, tuple, tuple]:
-        """Texture, uv scale and offset for a style: checker squares of checker_scale metres, an image over the
-        rest-UV box (uploaded once per array), or plain white."""
+        """Texture, uv scale and offset for a style: the weave repeating every weave_scale metres, checker squares
+        of checker_scale metres, an image over the rest-UV box (uploaded once per array), or plain white."""
         if isinstance(style.texture, np.ndarray):
             if gpu.image is not style.texture:
                 if gpu.image_texture is not None:
@@ -437,34 +660,52 @@ class GLRenderer:
         if style.texture == "checker":
             scale = 0.5 / style.checker_scale            # one texel of the 2×2 texture = checker_scale metres
             return self._textures["checker"], (scale, scale), (0.0, 0.0)
+        if style.texture == "weave":
+            scale = 1.0 / style.weave_scale
+            return self._textures["weave"], (scale, scale), (0.0, 0.0)
         return self._textures["white"], (1.0, 1.0), (0.0, 0.0)
 
-    # --- colliders -----------------------------------------------------------------------------------------------
-    def _draw_colliders(self, app: App, settings: RenderSettings, matrix: bytes) -> None:
+    # --- colliders and props -------------------------------------------------------------------------------------
+    def _solid_items(self, app: App, settings: RenderSettings) -> list[tuple[_SolidGPU, bytes, tuple, float]]:
+        """(mesh, model matrix, colour, tile side [m]) of every visible Prop, and of every active collider when
+        ``show_colliders``; free the meshes of gone ones."""
+        items, seen = [], set()
+        if settings.show_colliders:
+            for entity, collider in app.query(Collider):
+                style = app.try_get(entity, ColliderStyle)
+                if not collider.active or style is not None and not style.visible:
+                    continue
+                transform = app.try_get(entity, Transform)
+                plane = isinstance(collider.shape, Plane)
+                if style is None:
+                    color, tiles = (FLOOR_COLOR, 0.5) if plane else (SOLID_COLOR, 0.0)
+                else:
+                    color, tiles = tuple(style.color), style.tiles
+                seen.add(("collider", entity))
+                items.append((self._solid_gpu(("collider", entity), collider.shape), _model_matrix(transform),
+                              color, tiles))
+        for entity, prop in app.query(Prop):
+            if not prop.visible:
+                continue
+            seen.add(("prop", entity))
+            items.append((self._solid_gpu(("prop", entity), prop.shape), _model_matrix(app.try_get(entity, Transform)),
+                          tuple(prop.color), prop.tiles))
+        for key in [k for k in self._solids if k not in seen]:
+            self._solids.pop(key).release()
+        return items
+
+    def _draw_solids(self, items: list[tuple[_SolidGPU, bytes, tuple, float]], matrix: bytes) -> None:
         prog = self._programs["solid"]
         prog["u_view_proj"].write(matrix)
-        _set(prog, "u_light", tuple(settings.light_direction))
-        _set(prog, "u_ambient", settings.ambient)
-        seen = set()
-        for entity, collider, transform in app.query(Collider, Transform):
-            seen.add(entity)
-            if not collider.active:
-                continue
-            gpu = self._solid_gpu(entity, collider.shape)
-            model = np.eye(4)
-            model[:3, :3] = transform.rotation
-            model[:3, 3] = transform.position
-            prog["u_model"].write(np.ascontiguousarray(model.T, dtype=np.float32).tobytes())
-            is_plane = isinstance(collider.shape, Plane)
-            _set(prog, "u_color", FLOOR_COLOR if is_plane else COLLIDER_COLOR)
-            _set(prog, "u_checker", 0.5 if is_plane else 0.0)
+        for gpu, model, color, tiles in items:
+            prog["u_model"].write(model)
+            _set(prog, "u_color", color)
+            _set(prog, "u_checker", tiles)
             gpu.vao.render(moderngl.TRIANGLES)
-        for entity in [e for e in self._solids if e not in seen]:
-            self._solids.pop(entity).release()
 
-    def _solid_gpu(self, entity: int, shape: Any) -> _SolidGPU:
-        """Return the entity's collider mesh, tessellating it when the shape or its sizes changed."""
-        gpu = self._solids.get(entity)
+    def _solid_gpu(self, key: tuple[str, int], shape: Any) -> _SolidGPU:
+        """Return the mesh of a collider or prop, tessellating it when the shape or its sizes changed."""
+        gpu = self._solids.get(key)
         signature = _shape_signature(shape)
         if gpu is not None and gpu.shape is shape and gpu.signature == signature:
             return gpu
@@ -473,9 +714,46 @@ class GLRenderer:
         vertices = tessellate(shape)
         vbo = self.ctx.buffer(vertices.astype(np.float32).tobytes())
         vao = self.ctx.vertex_array(self._programs["solid"], [(vbo, "3f 3f 2f", "in_position", "in_normal", "in_uv")])
-        gpu = _SolidGPU(shape=shape, signature=signature, vbo=vbo, vao=vao)
-        self._solids[entity] = gpu
+        depth_vao = self.ctx.vertex_array(self._programs["depth"], [(vbo, "3f 20x", "in_position")])
+        gpu = _SolidGPU(shape=shape, signature=signature, vbo=vbo, vao=vao, depth_vao=depth_vao)
+        self._solids[key] = gpu
         return gpu
+
+    # --- loading view --------------------------------------------------------------------------------------------
+    def draw_message(self, app: App, lines: list[str]) -> None:
+        """Draw a plain frame with ``lines`` of text centred on it (the window's loading view while numba compiles
+        on a first launch): the sky's colours, no scene, no stepping. Creates the context if needed."""
+        import pygame
+        self.ensure_context(app)
+        settings = app.resources.get(RenderSettings) or RenderSettings()
+        self.target.use()
+        top = settings.sky_color if settings.sky else settings.background
+        self.target.clear(*top, 1.0, depth=1.0)
+        pygame.font.init()
+        font = self._fonts.get("message") or pygame.font.Font(None, 30)
+        self._fonts["message"] = font
+        rendered = [font.render(line, True, (245, 245, 245)) for line in lines]
+        width = max((r.get_width() for r in rendered), default=1) + 40
+        height = 36 * len(rendered) + 24
+        surface = pygame.Surface((width, height), pygame.SRCALPHA)
+        surface.fill((0, 0, 0, 110))
+        for k, text in enumerate(rendered):
+            surface.blit(text, ((width - text.get_width()) // 2, 14 + 36 * k))
+        texture = self.ctx.texture((width, height), 4, pygame.image.tobytes(surface, "RGBA", True))
+        w, h = 2.0 * width / self.width, 2.0 * height / self.height
+        quad = np.array([[-w / 2, -h / 2, 0, 0], [w / 2, -h / 2, 1, 0], [-w / 2, h / 2, 0, 1], [w / 2, h / 2, 1, 1]],
+                        np.float32)
+        vbo = self.ctx.buffer(quad.tobytes())
+        vao = self.ctx.vertex_array(self._programs["hud"], [(vbo, "2f 2f", "in_position", "in_uv")])
+        self.ctx.disable(moderngl.DEPTH_TEST)
+        self.ctx.enable(moderngl.BLEND)
+        self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        texture.use(location=0)
+        _set(self._programs["hud"], "u_texture", 0)
+        vao.render(moderngl.TRIANGLE_STRIP)
+        self.ctx.disable(moderngl.BLEND)
+        for obj in (vao, vbo, texture):                  # a loading view is drawn a few times: nothing is kept
+            obj.release()
 
     # --- HUD -----------------------------------------------------------------------------------------------------
     def _draw_hud(self, app: App, settings: RenderSettings, dt: float) -> None:
@@ -550,6 +828,21 @@ def read_pixels(app: App) -> np.ndarray:
     return renderer.read_pixels()
 
 
+def grab_frame(app: App) -> np.ndarray:
+    """Draw the current state once without the HUD and return it, (h, w, 3) uint8, top row first
+    (``FrameCapture.grab``: ``--record``'s frames are the scene, not the debugging text)."""
+    settings = app.resources.get(RenderSettings)
+    hud = settings is not None and settings.hud
+    if hud:
+        settings.hud = False
+    try:
+        render_frame(app)
+    finally:
+        if hud:
+            settings.hud = True
+    return app.resource(GLRenderer).read_pixels()
+
+
 def save_screenshot(app: App, path: str) -> None:
     """Draw the current state and write it to ``path`` as a PNG (the runner's ``--screenshot``)."""
     render_frame(app)
@@ -576,7 +869,8 @@ class GLRenderPlugin:
         app.insert_resource(self.settings, replace=False)
         app.insert_resource(RenderSettings(), replace=False)
         app.insert_resource(GLRenderer())
-        app.insert_resource(FrameCapture(save=save_screenshot))
+        app.insert_resource(FrameCapture(save=save_screenshot, grab=grab_frame))
+        app.insert_resource(LoadingView(draw=lambda a, lines: a.resource(GLRenderer).draw_message(a, lines)))
         app.add_system(draw_scene, Stage.RENDER)
         app.on("window_closing", lambda **_: release_renderer(app))
 
@@ -682,6 +976,65 @@ def _shape_signature(shape: Any) -> tuple:
         if value is not None:
             values.append(np.asarray(value, float).tobytes())
     return tuple(values)
+
+
+def weave_image(threads: int = 4, texels: int = 16, seed: int = 7) -> np.ndarray:
+    """The "weave" texture: a plain weave of ``threads`` warp and weft threads per repeat, ``texels`` texels
+    each, as an (h, w, 3) uint8 image of brightness about 0.45–1 (it multiplies the cloth's colour).
+
+    Each thread is a rounded ridge (brightest along its middle); warp and weft pass over each other
+    alternately, the one on top drawn whole, and each thread gets a slight random shade (yarns vary)."""
+    rng = np.random.default_rng(seed)
+    side = threads * texels
+    t = (np.arange(side) + 0.5) / texels                          # thread coordinate
+    index, frac = np.floor(t).astype(int), t - np.floor(t)
+    ridge = np.sin(np.pi * frac) ** 0.6                           # 0 at the gaps between threads, 1 on top
+    shade_warp = 0.92 + 0.08 * rng.random(threads)
+    shade_weft = 0.92 + 0.08 * rng.random(threads)
+    warp = (0.62 + 0.38 * ridge)[None, :] * shade_warp[index][None, :]        # threads along v, varying in u
+    weft = (0.62 + 0.38 * ridge)[:, None] * shade_weft[index][:, None]        # threads along u, varying in v
+    warp_on_top = (index[:, None] + index[None, :]) % 2 == 0
+    along = np.sin(np.pi * frac)                                   # a thread dips where it goes under
+    warp = warp * (0.85 + 0.15 * along[:, None])
+    weft = weft * (0.85 + 0.15 * along[None, :])
+    value = np.where(warp_on_top, warp, weft)
+    value *= 0.97 + 0.03 * rng.random((side, side))               # fibre noise
+    rgb = np.clip(value * 255.0, 0.0, 255.0).astype(np.uint8)
+    return np.repeat(rgb[:, :, None], 3, axis=2)
+
+
+def _gl_matrix(matrix: np.ndarray) -> bytes:
+    """A row-major 4×4 matrix as the column-major float32 bytes GL uniforms take."""
+    return np.ascontiguousarray(np.asarray(matrix).T, dtype=np.float32).tobytes()
+
+
+def _model_matrix(transform: Transform | None) -> bytes:
+    """The 4×4 local → world matrix of a Transform (identity for None), as GL bytes."""
+    model = np.eye(4)
+    if transform is not None:
+        model[:3, :3] = transform.rotation
+        model[:3, 3] = transform.position
+    return _gl_matrix(model)
+
+
+def _light_projection(light: np.ndarray, center: np.ndarray, half: float, size: int) -> np.ndarray:
+    """World → clip matrix of an orthographic view along ``-light`` (unit, toward the light) covering a square
+    of ±``half`` [m] around ``center`` and ±(half + 20) m of depth, its centre snapped to whole texels of a
+    ``size``² map so shadows keep still while the camera moves."""
+    up = np.array([0.0, 1.0, 0.0]) if abs(light[1]) < 0.95 else np.array([0.0, 0.0, 1.0])
+    right = np.cross(up, light)
+    right /= np.linalg.norm(right)
+    top = np.cross(light, right)
+    basis = np.stack([right, top, light])                          # rows: light-space x, y, z
+    texel = 2.0 * half / size
+    local = basis @ center
+    local[:2] = np.round(local[:2] / texel) * texel
+    depth = half + 20.0
+    view = np.eye(4)
+    view[:3, :3] = basis
+    view[:3, 3] = -local
+    proj = np.diag([1.0 / half, 1.0 / half, -1.0 / depth, 1.0])   # z: +depth (toward the light) → −1 (near)
+    return proj @ view
 
 
 def _texture(ctx: Any, image: np.ndarray, *, nearest: bool, repeat: bool) -> Any:

@@ -18,7 +18,8 @@ per pixel (no painter's sort)::
 
 ``SoftRenderPlugin(screen)`` does that ``draw`` in the RENDER stage instead (then draw the background before
 ``app.update``). What is drawn follows the same data as the GL renderer (components/render.py): each cloth
-entity's ``ClothStyle`` (colours, checker or image texture, subdivision, visible) and the App's
+entity's ``ClothStyle`` (colours, checker or image texture — the default "weave" is drawn plain: its threads
+are finer than a sprite-scale pixel and this rasterizer does not filter — subdivision, visible) and the App's
 ``RenderSettings`` (view shaded / normals / wireframe / strain / particles, light_direction, ambient,
 strain_scale, point_size). ``background``, ``show_colliders`` and ``hud`` are the game's business here: the
 game owns the surface.
@@ -167,8 +168,9 @@ class SoftRenderer:
         screen, valid = self._scratch_for(fine.vertex_count)
         _k.project_points(fine.x, mvp, self.size[0], self.size[1], screen, valid)
         texture = style.texture
-        kind = _k.NO_TEXTURE if texture is None or view != "shaded" else \
-            _k.CHECKER if isinstance(texture, str) else _k.IMAGE
+        kind = _k.NO_TEXTURE if texture is None or isinstance(texture, str) and texture == "weave" or view != "shaded" else \
+            _k.CHECKER if isinstance(texture, str) else _k.IMAGE         # "weave": plain here (threads are finer
+                                                                          # than sprite-scale pixels, no filtering)
         mesh = hold(_k.RasterMesh(screen, valid, fine.normal, fine.uv, fine.strain, fine.triangles))
         image = texture if kind == _k.IMAGE else _NO_IMAGE
         textured = hold(_k.RasterTexture(kind, float(style.checker_scale), image, uv_lo, uv_span))
@@ -263,14 +265,17 @@ class SoftRenderPlugin:
     def build(self, app: App) -> None:
         app.insert_resource(RenderSettings(), replace=False)
         app.add_system(self.draw_cloth, Stage.RENDER, name="draw_cloth_soft")
-        app.insert_resource(FrameCapture(save=self.save_frame), replace=False)   # --screenshot, headless
+        app.insert_resource(FrameCapture(save=self.save_frame, grab=self.grab_frame), replace=False)   # --screenshot, headless
+
+    def grab_frame(self, app: App) -> np.ndarray:
+        """Draw the current state onto the plugin's surface and return it, (h, w, 3) uint8, top row first."""
+        self.draw_cloth(app, 0.0)
+        return np.ascontiguousarray(pygame.surfarray.pixels3d(self.surface).transpose(1, 0, 2))
 
     def save_frame(self, app: App, path: str) -> None:
         """Draw the current state onto the plugin's surface and write it to ``path`` as a PNG (OSError naming
         the path if it cannot be written): what ``--screenshot`` saves when the game renders with this plugin."""
-        self.draw_cloth(app, 0.0)
-        rgb = pygame.surfarray.pixels3d(self.surface).transpose(1, 0, 2)
-        save_png(path, np.ascontiguousarray(rgb))
+        save_png(path, self.grab_frame(app))
 
     def draw_cloth(self, app: App, dt: float) -> None:
         """Draw the App's cloths onto the plugin's surface (dt, the real frame time, is unused)."""

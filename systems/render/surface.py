@@ -314,7 +314,8 @@ def _csr_matmul(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val, b_cols):
                     acc[j] = w * b_val[q]
                 else:
                     acc[j] += w * b_val[q]
-        c_idx[s:s + length] = np.sort(c_idx[s:s + length])
+        c_idx[s:s + length].sort()                  # in place: an array-to-slice copy compiles numba's shape-error
+                                                    # formatting (seconds of a first launch)
         for p in range(s, s + length):
             c_val[p] = acc[c_idx[p]]
     return c_ptr, c_idx, c_val

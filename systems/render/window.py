@@ -16,7 +16,9 @@ Controls (Stage.INPUT systems here, acting on the first ``Camera`` entity and on
     Esc, close   quit                          left button: free for the game (grab, blow …)
 
 Command line: ``--frames N`` closes the window after N rendered frames (without it the window stays
-until closed); ``--screenshot out.png`` saves the last frame. With no display
+until closed); ``--screenshot out.png`` saves the last frame; ``--record out.gif`` records the frames shown,
+one every ``--record-fps`` period of simulated time (grabbed before the flip, like the screenshot; a slow
+frame that owes several is held for as many periods, so the recording keeps the game's time). With no display
 (no DISPLAY/WAYLAND_DISPLAY, SDL_VIDEODRIVER=dummy) or ``headless=True`` the run falls back to headless
 (and ``--screenshot`` renders offscreen with EGL), saying so on stderr.
 """
@@ -26,14 +28,15 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from loom.components import Camera
 from loom.components.render import InputState, RenderSettings
 from loom.engine import App, Stage, WindowRunner, show_compile_progress
-from loom.engine.runner import HEADLESS_FRAMES
-from loom.engine.window import (FrameCapture, Window, WindowSettings, close_window, display_available,
-                           open_window)
+from loom.engine.runner import frame_capture, open_recorder, run_headless
+from loom.engine.window import (FrameCapture, LoadingView, Window, WindowSettings, close_window, display_available,
+                                open_window)
 
 import pygame  # noqa: E402  (engine.window hid pygame's banner first)
 
@@ -56,7 +59,8 @@ class WindowPlugin:
 
     def build(self, app: App) -> None:
         app.insert_resource(InputState(), replace=False)
-        app.insert_resource(WindowRunner(open=lambda a, args: run_window(a, args, title=self.title, fps=self.fps)))
+        app.insert_resource(WindowRunner(open=lambda a, args, build=None: run_window(a, args, title=self.title,
+                                                                                  fps=self.fps, build=build)))
         app.add_system(orbit_camera, Stage.INPUT)
         app.add_system(view_keys, Stage.INPUT)
 
@@ -100,27 +104,28 @@ def view_keys(app: App, dt: float) -> None:
 
 
 # --- the loop -------------------------------------------------------------------------------------------------
-def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, fps: float = 60.0) -> dict[str, Any]:
+def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, fps: float = 60.0,
+               build: Callable[[App], Any] | None = None) -> dict[str, Any]:
     """Run the interactive loop until Esc, the close button or ``--frames``; return the App's report.
 
-    Falls back to a headless run (with an offscreen ``--screenshot``) when no display is available.
-    Raises RuntimeError when a display exists but SDL cannot open an OpenGL window on it."""
+    ``build(app)``, when given, is called once the window is open, while a loading view is drawn in it; on a
+    first launch the view says how many kernels numba has compiled so far and which one now (until the first
+    frame, whose compiles it shows too).
+
+    Falls back to a headless run (``run_headless``: an offscreen ``--screenshot`` and ``--record``) when no
+    display is available. Raises RuntimeError when a display exists but SDL cannot open an OpenGL window on it."""
     settings = app.resources.get(WindowSettings) or WindowSettings()
     if title is not None:
         settings.title = title
     screenshot = getattr(args, "screenshot", None)
-    capture = app.resources.get(FrameCapture)
-    if screenshot and capture is None:
-        raise SystemExit("loom: --screenshot needs a renderer that captures frames: add "
-                         "loom.systems.render.gl.GLRenderPlugin() to the game")
+    capture = frame_capture(app, args)                    # --screenshot/--record with no renderer: one line
     ok, why = display_available()
     if settings.headless is True or not ok:
         reason = "the renderer is headless" if settings.headless is True else why
         print(f"loom: no window ({reason}); running headless", file=sys.stderr)
-        app.step(HEADLESS_FRAMES if args.frames is None else args.frames)
-        if screenshot:
-            capture.save(app, screenshot)
-        return app.report()
+        if build is not None:
+            build(app)
+        return run_headless(app, args)
     if app.resources.get(FrameCapture) is None:
         print("loom: no renderer plugin added; the window will stay blank "
               "(add loom.systems.render.GLRenderPlugin())", file=sys.stderr)
@@ -129,19 +134,37 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
     progress = show_compile_progress()                   # a first launch compiles in the first frames: say so
     compiling = [False]
 
+    loading = app.resources.get(LoadingView)
+
     def caption(count: int, seconds: float, name: str) -> None:
         pygame.display.set_caption(f"{settings.title} — compiling kernels (first launch): {count}, {seconds:.0f} s")
+        if loading is not None:
+            loading.draw(app, ["Loom: preparing the cloth kernels (first launch only; they are cached)",
+                               f"{count} compiled in {seconds:.0f} s: now {name}"])
+            pygame.display.flip()
         pygame.event.pump()                               # keep the window responsive meanwhile
         compiling[0] = True
 
     progress.hooks.append(caption)
+    if loading is not None:                                # drawn at once: the window is never blank
+        loading.draw(app, [f"{settings.title}: loading"])
+        pygame.display.flip()
+    if build is not None:
+        try:
+            build(app)
+        except BaseException:
+            progress.hooks.remove(caption)
+            close_window()
+            raise
     state = app.resource(InputState) if InputState in app.resources else app.insert_resource(InputState())
     state.size = (window.width, window.height)
     limit = args.frames
     clock = pygame.time.Clock()
     frames = 0
     last = time.perf_counter() - 1.0 / fps
+    recorder = None
     try:
+        recorder = open_recorder(args, app.clock.dt)
         while limit is None or frames < limit:
             state.begin_frame()
             if not _poll_events(state):
@@ -154,6 +177,8 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
                 compiling[0] = False
             frames += 1
             state.frame = frames
+            if recorder is not None:                       # before the flip, like the screenshot
+                recorder.record(app.clock.time, lambda: capture.grab(app))
             if screenshot and limit is not None and frames == limit:
                 capture.save(app, screenshot)              # before the flip: the back buffer is still ours
                 screenshot = None
@@ -161,7 +186,12 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
             clock.tick(fps)
         if screenshot:                                     # closed by the player: save what they saw last
             capture.save(app, screenshot)
+        if recorder is not None and recorder.frames == 0:  # closed within one period: what they saw last
+            recorder.add(capture.grab(app))
     finally:
+        if recorder is not None:
+            recorder.close()                               # while the GL context still exists
+            print(recorder.summary(), file=sys.stderr)
         progress.hooks.remove(caption)
         app.emit("window_closing")                        # renderers free their GL objects while it exists
         del app.resources[Window]

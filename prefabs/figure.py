@@ -1,0 +1,132 @@
+"""A drawn character: head, torso, arms and legs as Loom Props, animated as it runs and jumps (``loom.prefabs``).
+
+Simple shapes (a sphere, boxes, capsules) that the GL renderer draws with shadows; nothing here collides —
+the game's own collider (a pymunk box through RigidBody2D in the cape game) does that. Each step
+``pose_figure(app, figure, position, yaw, speed, airborne, dt)`` places every part from the character's position, the way it
+faces (a yaw about +y, 0 facing +x) and how fast it runs: legs and arms swing opposite each other with a
+stride of ``STRIDE`` metres, tuck up in the air, and rest at a slight sway when it stands.
+
+Sizes are for a 0.4 m × 0.8 m × 0.4 m collision box centred on the body's position (the cape game's hero):
+the legs fill its lower half, the torso its upper half, the head sits above it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from loom.components import Box, Capsule, Prop, Sphere, Transform
+from loom.engine import App
+
+STRIDE = 0.55
+"""Distance run per half cycle of the legs [m]."""
+SWING = 0.75
+"""Leg swing at full running speed [rad] either side of hanging straight."""
+SKIN = (0.86, 0.64, 0.50)
+TUNIC = (0.16, 0.30, 0.55)
+TROUSERS = (0.22, 0.20, 0.22)
+BELT = (0.40, 0.26, 0.12)
+HAIR = (0.25, 0.15, 0.08)
+EYES = (0.08, 0.06, 0.05)
+
+# part name → (shape, colour, joint in the body frame [m], offset of the part's centre from its joint [m]):
+# the body frame is x forward, y up, z to the left, origin at the collision box's centre.
+PARTS = {
+    "torso": (Box((0.19, 0.2, 0.19)), TUNIC, (0.0, 0.2, 0.0), (0.0, 0.0, 0.0)),
+    "belt": (Box((0.195, 0.035, 0.195)), BELT, (0.0, 0.02, 0.0), (0.0, 0.0, 0.0)),
+    "head": (Sphere(0.12), SKIN, (0.0, 0.53, 0.0), (0.0, 0.0, 0.0)),
+    "hair": (Sphere(0.115), HAIR, (0.0, 0.53, 0.0), (-0.025, 0.03, 0.0)),
+    "left_eye": (Sphere(0.02), EYES, (0.0, 0.53, 0.0), (0.105, 0.02, 0.045)),
+    "right_eye": (Sphere(0.02), EYES, (0.0, 0.53, 0.0), (0.105, 0.02, -0.045)),
+    "left_leg": (Capsule(0.07, 0.13), TROUSERS, (0.0, -0.01, 0.1), (0.0, -0.2, 0.0)),
+    "right_leg": (Capsule(0.07, 0.13), TROUSERS, (0.0, -0.01, -0.1), (0.0, -0.2, 0.0)),
+    "left_arm": (Capsule(0.055, 0.12), TUNIC, (0.0, 0.34, 0.245), (0.0, -0.17, 0.0)),
+    "right_arm": (Capsule(0.055, 0.12), TUNIC, (0.0, 0.34, -0.245), (0.0, -0.17, 0.0)),
+}
+
+
+@dataclass
+class Figure:
+    """The entities of one character's parts and its animation state."""
+
+    parts: dict[str, int]
+    """Part name → entity (Prop + Transform)."""
+    phase: float = 0.0
+    """Stride phase [rad]: advances by π every STRIDE metres run."""
+    time: float = 0.0
+    """Seconds since spawned (idle sway) [s]."""
+    swing: dict[str, float] = field(default_factory=dict)
+    """Part name → its current swing about the body's z axis [rad] (smoothed)."""
+    scratch: tuple = field(default_factory=lambda: (np.eye(3), np.eye(3), np.eye(3), np.eye(3), np.zeros(3),
+                                                     np.zeros(3)), repr=False)
+    """Work arrays of ``pose_figure`` (turn, lean, a part's swing, their product; two vectors)."""
+
+
+def spawn_figure(app: App, position: tuple[float, float, float]) -> Figure:
+    """Spawn the parts at ``position`` [m] (the collision box's centre), facing +x; return the Figure."""
+    parts = {}
+    for name, (shape, colour, _, _) in PARTS.items():
+        parts[name] = app.spawn(Prop(shape, color=colour), Transform(position=position))
+    figure = Figure(parts)
+    pose_figure(app, figure, np.asarray(position, float), 0.0, 0.0, False, 0.0)
+    return figure
+
+
+def yaw_matrix(yaw: float, out: np.ndarray | None = None) -> np.ndarray:
+    """Rotation by ``yaw`` [rad] about +y (0 keeps +x forward; −π/2 turns +x to +z), written into ``out``
+    (3, 3) when given (no allocation: games call it every step)."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    out = np.empty((3, 3)) if out is None else out
+    out[0, 0], out[0, 1], out[0, 2] = c, 0.0, s
+    out[1, 0], out[1, 1], out[1, 2] = 0.0, 1.0, 0.0
+    out[2, 0], out[2, 1], out[2, 2] = -s, 0.0, c
+    return out
+
+
+def _about_z(angle: float, out: np.ndarray) -> np.ndarray:
+    """Rotation by ``angle`` [rad] about +z, written into ``out`` (3, 3)."""
+    c, s = math.cos(angle), math.sin(angle)
+    out[0, 0], out[0, 1], out[0, 2] = c, -s, 0.0
+    out[1, 0], out[1, 1], out[1, 2] = s, c, 0.0
+    out[2, 0], out[2, 1], out[2, 2] = 0.0, 0.0, 1.0
+    return out
+
+
+_JOINTS = {name: np.array(part[2], float) for name, part in PARTS.items()}
+_CENTRES = {name: np.array(part[3], float) for name, part in PARTS.items()}
+
+
+def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, speed: float, airborne: bool,
+                dt: float) -> None:
+    """Place every part for a body at ``position`` [m] facing ``yaw`` [rad], running at ``speed`` [m/s]
+    (its size), in the air or not, ``dt`` [s] after the last pose. Writes the parts' Transforms in place and
+    allocates no array (it runs every step)."""
+    figure.time += dt
+    run = min(abs(speed) / 3.0, 1.0)
+    figure.phase += abs(speed) * dt * math.pi / STRIDE
+    stride = SWING * run * math.sin(figure.phase)
+    sway = 0.04 * (1.0 - run) * math.sin(2.0 * math.pi * 0.5 * figure.time)
+    if airborne:
+        target = {"left_leg": 0.55, "right_leg": -0.35, "left_arm": -1.2, "right_arm": 0.9}
+    else:
+        target = {"left_leg": stride, "right_leg": -stride, "left_arm": -0.8 * stride + sway,
+                  "right_arm": 0.8 * stride - sway}
+    blend = 1.0 if dt == 0.0 else 1.0 - math.exp(-dt / 0.06)            # 60 ms to follow a new pose
+    turn, lean, local_rot, body, v, w = figure.scratch
+    yaw_matrix(yaw, turn)
+    _about_z(-0.12 * run, lean)                                           # lean into the run
+    np.matmul(turn, lean, out=body)
+    for name, entity in figure.parts.items():
+        angle = figure.swing.get(name, 0.0)
+        angle += (target.get(name, 0.0) - angle) * blend
+        figure.swing[name] = angle
+        transform = app.try_get(entity, Transform)
+        if transform is None:
+            continue
+        _about_z(angle, local_rot)
+        np.matmul(local_rot, _CENTRES[name], out=v)
+        np.add(v, _JOINTS[name], out=v)
+        np.matmul(body, v, out=w)
+        np.add(w, position, out=transform.position)
+        np.matmul(body, local_rot, out=transform.rotation)

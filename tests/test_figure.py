@@ -1,0 +1,50 @@
+"""The drawn character (loom.spawn_figure, loom.pose_figure): Props placed on the body, facing its yaw, legs
+swinging in a stride while it runs and tucked in the air; it never collides."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import loom
+from loom.components import Collider, Prop, Transform
+from loom.engine import App
+
+
+def parts(app: App, figure: loom.Figure) -> dict[str, np.ndarray]:
+    return {name: app.get(entity, Transform).position.copy() for name, entity in figure.parts.items()}
+
+
+def test_a_figure_is_props_on_its_body_facing_its_yaw():
+    app = App()
+    figure = loom.spawn_figure(app, (1.0, 0.45, 0.0))
+    assert all(app.try_get(e, Prop) is not None and app.try_get(e, Collider) is None for e in figure.parts.values())
+    at = parts(app, figure)
+    assert at["head"][1] > at["torso"][1] > at["left_leg"][1], "head above torso above legs"
+    assert at["left_eye"][0] > at["head"][0], "facing +x at yaw 0: the eyes are on the +x side of the head"
+    loom.pose_figure(app, figure, np.array([1.0, 0.45, 0.0]), -math.pi, 0.0, False, 0.0)
+    at = parts(app, figure)
+    assert at["left_eye"][0] < at["head"][0], "turned to yaw -pi it faces -x"
+    loom.pose_figure(app, figure, np.array([1.0, 0.45, 0.0]), -math.pi / 2, 0.0, False, 0.0)
+    at = parts(app, figure)
+    assert at["left_eye"][2] > at["head"][2] + 0.05, "half turned (yaw -pi/2) it faces +z, the camera's side"
+    app.close()
+
+
+def test_running_swings_the_legs_in_a_stride_and_a_jump_tucks_them():
+    app = App()
+    figure = loom.spawn_figure(app, (0.0, 0.45, 0.0))
+    position, dt, swings = np.array([0.0, 0.45, 0.0]), 1 / 60, []
+    for _ in range(60):                                          # 1 s at 3 m/s: 3 m, about 5.5 half strides
+        position = position + (3.0 * dt, 0.0, 0.0)
+        loom.pose_figure(app, figure, position, 0.0, 3.0, False, dt)
+        at = parts(app, figure)
+        swings.append(at["left_leg"][0] - at["right_leg"][0])  # + left leg ahead, − behind
+    swings = np.array(swings[10:])
+    assert swings.max() > 0.1 and swings.min() < -0.1, f"legs swing only {swings.min():.3f} … {swings.max():.3f} m"
+    assert np.count_nonzero(np.diff(np.sign(swings))) >= 4, "the legs cross over at every stride"
+    for _ in range(30):
+        loom.pose_figure(app, figure, position, 0.0, 3.0, True, dt)
+    at = parts(app, figure)
+    assert at["left_leg"][0] - at["right_leg"][0] > 0.1, "in the air the front leg stays forward"
+    app.close()
