@@ -20,7 +20,7 @@ from loom.systems.render.gl import release_renderer
 W, H = 960, 540
 CAPE_PIXELS = 1500
 """Fewest cape-coloured pixels a frame must show (0.3 % of 960 × 540). The cape is 0.5 m × 0.6 m seen from
-3.6 m, a little behind the hero: measured 6019 / 5328 / 3054 px at frames 60 / 180 / 300 (it streams
+3.6 m, a little behind the hero: measured 6046 / 5288 / 2860 px at frames 60 / 180 / 300 (it streams
 edge-on in the headwind at 300); seen straight from the side it showed 1694–2399, and the old thin sliver
 behind the grey box far fewer."""
 
