@@ -5,8 +5,8 @@ frame after ``--frames`` fixed steps (offscreen GL; the platformer's own pygame 
 
 - ``hanging_sheet``, ``flag``, ``cape``, ``sandbox``, ``platformer``:
   ``python -m loom.games.NAME --headless --frames N --screenshot PATH``
-  (the flag with ``--sail``); ``cape_moments`` and ``flag_moments``: the same at several frames (``MOMENTS``),
-  ``NAME_fFFF.png``;
+  (the flag with ``--sail``); ``NAME_moments``: every game at several frames (``MOMENTS``), ``NAME_fFFF.png``
+  (docs/gallery.md's stills);
 - ``drape``: the drape game's own scene (``loom.games.drape.build_scene``, n = 48) with the GL renderer added,
   through the same runner and ``--screenshot`` (the drape game itself has no renderer);
 - ``model_NAME``: the hanging sheet scene (``loom.games.hanging_sheet.build_scene``) with ``model=NAME``,
@@ -31,7 +31,8 @@ GAMES = {"hanging_sheet": 240, "flag": 240, "cape": 150, "sandbox": 270, "platfo
 GAME_OPTIONS = {"flag": ("--sail",)}
 """Game → extra command-line options of its screenshot (the flag picture shows both of Provot's wind scenes)."""
 MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
-MOMENTS = {"cape": (60, 180, 300), "flag": (30, 240)}
+MOMENTS = {"cape": (60, 180, 300), "flag": (30, 240), "hanging_sheet": (30, 150), "sandbox": (60, 220),
+           "platformer": (60, 150), "drape": (40, 180)}
 """Game → frames of its ``NAME_fFFF.png`` pictures at several moments (docs/guide-cape.md, docs/guide-flag.md)."""
 
 
@@ -63,14 +64,14 @@ def scene_screenshot(build, path: Path, frames: int, size: tuple[int, int] = (96
     app.close()
 
 
-def drape_screenshot() -> None:
+def drape_screenshot(frames: int = 180, path: Path | None = None) -> None:
     from loom.components import Camera
     from loom.games import drape
 
     def build(app):
         drape.build_scene(app, n=48)
         app.spawn(Camera(target=(0.0, 0.55, 0.0), distance=2.6, yaw=0.5, pitch=0.35))
-    scene_screenshot(build, IMAGES / "drape.png", frames=180, substeps=drape.SUBSTEPS)
+    scene_screenshot(build, path or IMAGES / "drape.png", frames=frames, substeps=drape.SUBSTEPS)
 
 
 def model_screenshot(model: str) -> None:
@@ -89,8 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     jobs = {name: (lambda n=name, f=frames: game_screenshot(n, f)) for name, frames in GAMES.items()}
     jobs["drape"] = drape_screenshot
     for name, moments in MOMENTS.items():
-        jobs[f"{name}_moments"] = (lambda n=name, ms=moments: [game_screenshot(n, f, IMAGES / f"{n}_f{f:03d}.png")
-                                                               for f in ms])
+        shoot = drape_screenshot if name == "drape" else (lambda f, path, n=name: game_screenshot(n, f, path))
+        jobs[f"{name}_moments"] = (lambda n=name, ms=moments, shoot=shoot: [shoot(f, IMAGES / f"{n}_f{f:03d}.png")
+                                                                            for f in ms])
     jobs.update({f"model_{m}": (lambda m=m: model_screenshot(m)) for m in MODELS})
     p = argparse.ArgumentParser(prog="python docs/gen_images.py", description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="+", choices=sorted(jobs), help="regenerate only these pictures")
