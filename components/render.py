@@ -84,9 +84,7 @@ class ClothStyle(Checked):
         self.checker_scale = real(o, "checker_scale", self.checker_scale, low=0.0, low_open=True, unit=" [m]")
         self.weave_scale = real(o, "weave_scale", self.weave_scale, low=0.0, low_open=True, unit=" [m]")
         self.subdivision = _subdivision(o, "subdivision", {}, self.subdivision)
-        if not isinstance(self.visible, (bool, np.bool_)):
-            raise ValueError(f"{o}.visible = {self.visible!r}: must be True or False")
-        self.visible = bool(self.visible)
+        self.visible = _flag(o, "visible", {}, self.visible)
 
 
 @dataclass(eq=False)
@@ -135,17 +133,9 @@ class RenderSettings(Checked):
     def __post_init__(self) -> None:
         o = "RenderSettings"
         self.view = choice(o, "view", self.view, VIEWS)
-        for name in ("show_colliders", "hud"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
-            setattr(self, name, bool(value))
+        for name in ("show_colliders", "hud", "sky", "shadows"):
+            setattr(self, name, _flag(o, name, {}, getattr(self, name)))
         self.background = _color(o, "background", self.background)
-        for name in ("sky", "shadows"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"{o}.{name} = {value!r}: must be True or False")
-            setattr(self, name, bool(value))
         self.sky_color = _color(o, "sky_color", self.sky_color)
         self.horizon_color = _color(o, "horizon_color", self.horizon_color)
         self.haze_distance = real(o, "haze_distance", self.haze_distance, low=0.0, low_open=True, unit=" [m]")

@@ -160,9 +160,7 @@ def _run(app: Any, args: argparse.Namespace, build: Callable[[Any], Any] | None 
         return window.open(app, args, build)
     if not args.headless:
         print("loom: no window plugin added; running headless", file=sys.stderr)
-    if build is not None:
-        build(app)
-    return run_headless(app, args)
+    return run_headless(app, args, build)
 
 
 def frame_capture(app: Any, args: argparse.Namespace) -> Any:
@@ -186,11 +184,14 @@ def open_recorder(args: argparse.Namespace, dt: float) -> Recorder | None:
     return Recorder(path, getattr(args, "record_fps", DEFAULT_FPS), getattr(args, "record_scale", 1.0), dt=dt)
 
 
-def run_headless(app: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Step ``--frames`` fixed frames (default HEADLESS_FRAMES) with no window and return the report: with
-    ``--record``, a frame grabbed every ``steps_per_frame`` steps and written at once; with ``--screenshot``,
-    the last state drawn once and saved. The window loop falls back to it when no window can open."""
+def run_headless(app: Any, args: argparse.Namespace, build: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """Build the scene with ``build(app)`` when given, step ``--frames`` fixed frames (default HEADLESS_FRAMES)
+    with no window and return the report: with ``--record``, a frame grabbed every ``steps_per_frame`` steps
+    and written at once; with ``--screenshot``, the last state drawn once and saved. The window loop falls back
+    to it when no window can open."""
     capture = frame_capture(app, args)
+    if build is not None:
+        build(app)
     frames = HEADLESS_FRAMES if args.frames is None else args.frames
     recorder = open_recorder(args, app.clock.dt)
     if recorder is None:

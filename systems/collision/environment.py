@@ -383,11 +383,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             if bound[s] == 0.0:
                 continue
             reach_s = cloth.thickness + margin[s]
-            ex, ey, ez = x0 - pos1[s, 0], y0 - pos1[s, 1], z0 - pos1[s, 2]
-            ds = _bound_sdf(kind[s], params[s, 0], params[s, 1], params[s, 2], bound[s],
-                            rot1[s, 0, 0] * ex + rot1[s, 1, 0] * ey + rot1[s, 2, 0] * ez,
-                            rot1[s, 0, 1] * ex + rot1[s, 1, 1] * ey + rot1[s, 2, 1] * ez,
-                            rot1[s, 0, 2] * ex + rot1[s, 1, 2] * ey + rot1[s, 2, 2] * ez, reach_s)
+            ds = _bound_at(kind, params, bound, pos1, rot1, s, x0, y0, z0, reach_s)
             if ds >= reach_s:
                 continue
             limit = reach_s - min(ds, 0.0) if ds > -np.inf else reach_s + 2.0 * bound[s]
@@ -396,11 +392,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 if l == s or 0.0 < bound[l] <= bound[s]:
                     continue
                 reach_l = cloth.thickness + margin[l] + limit
-                ex, ey, ez = x0 - pos1[l, 0], y0 - pos1[l, 1], z0 - pos1[l, 2]
-                if _bound_sdf(kind[l], params[l, 0], params[l, 1], params[l, 2], bound[l],
-                              rot1[l, 0, 0] * ex + rot1[l, 1, 0] * ey + rot1[l, 2, 0] * ez,
-                              rot1[l, 0, 1] * ex + rot1[l, 1, 1] * ey + rot1[l, 2, 1] * ez,
-                              rot1[l, 0, 2] * ex + rot1[l, 1, 2] * ey + rot1[l, 2, 2] * ez, reach_l) < reach_l:
+                if _bound_at(kind, params, bound, pos1, rot1, l, x0, y0, z0, reach_l) < reach_l:
                     maybe = True
         if maybe:
             pinched, ux, uy, uz = _pinched(colliders, frames, near, sd, x0, y0, z0, start, cloth.thickness)
@@ -524,18 +516,13 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             mine[c, 5] += jn * wz
             mine[c, 6] += jn
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
-            b = -1
             maybe = False                # _facing's test on cheap bounds first
             for b_at in range(near.shape[0] if near.shape[0] > 1 else 0):
                 b = near[b_at]
                 if b == c or (bound[b] == 0.0 and bound[c] == 0.0):
                     continue
                 reach_b = cloth.thickness + margin[b]
-                ex, ey, ez = wx - pos1[b, 0], wy - pos1[b, 1], wz - pos1[b, 2]
-                if _bound_sdf(kind[b], params[b, 0], params[b, 1], params[b, 2], bound[b],
-                              rot1[b, 0, 0] * ex + rot1[b, 1, 0] * ey + rot1[b, 2, 0] * ez,
-                              rot1[b, 0, 1] * ex + rot1[b, 1, 1] * ey + rot1[b, 2, 1] * ez,
-                              rot1[b, 0, 2] * ex + rot1[b, 1, 2] * ey + rot1[b, 2, 2] * ez, reach_b) < reach_b:
+                if _bound_at(kind, params, bound, pos1, rot1, b, wx, wy, wz, reach_b) < reach_b:
                     maybe = True
             b = -1
             if maybe:
@@ -553,6 +540,17 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 c = near[c_at]
                 for a in range(7):
                     acc[chunk, c, a] += mine[c, a]
+
+
+@numba.njit(cache=True, inline="always")
+def _bound_at(kind, params, bound, pos1, rot1, j, x, y, z, limit):
+    """``_bound_sdf`` of collider j at the world point (x, y, z) [m], taken into its frame at the substep's end
+    (pos1, rot1). Inlined into the contact loop, so its array arguments cost no reference counting per call."""
+    ex, ey, ez = x - pos1[j, 0], y - pos1[j, 1], z - pos1[j, 2]
+    return _bound_sdf(kind[j], params[j, 0], params[j, 1], params[j, 2], bound[j],
+                      rot1[j, 0, 0] * ex + rot1[j, 1, 0] * ey + rot1[j, 2, 0] * ez,
+                      rot1[j, 0, 1] * ex + rot1[j, 1, 1] * ey + rot1[j, 2, 1] * ez,
+                      rot1[j, 0, 2] * ex + rot1[j, 1, 2] * ey + rot1[j, 2, 2] * ez, limit)
 
 
 @numba.njit(cache=True)

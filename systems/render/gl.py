@@ -745,13 +745,7 @@ class GLRenderer:
                         np.float32)
         vbo = self.ctx.buffer(quad.tobytes())
         vao = self.ctx.vertex_array(self._programs["hud"], [(vbo, "2f 2f", "in_position", "in_uv")])
-        self.ctx.disable(moderngl.DEPTH_TEST)
-        self.ctx.enable(moderngl.BLEND)
-        self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        texture.use(location=0)
-        _set(self._programs["hud"], "u_texture", 0)
-        vao.render(moderngl.TRIANGLE_STRIP)
-        self.ctx.disable(moderngl.BLEND)
+        self._draw_overlay(texture, vao)
         for obj in (vao, vbo, texture):                  # a loading view is drawn a few times: nothing is kept
             obj.release()
 
@@ -776,12 +770,17 @@ class GLRenderer:
         if hud["age"] >= HUD_SECONDS or dt == 0.0:
             hud["age"] = 0.0
             self._write_hud_text(app, settings)
+        self._draw_overlay(hud["texture"], hud["vao"])
+
+    def _draw_overlay(self, texture: Any, vao: Any) -> None:
+        """Blend an RGBA ``texture`` over the frame through ``vao``, a screen quad of the HUD program (the HUD,
+        the loading view's text box): no depth test while it draws, restored after."""
         self.ctx.disable(moderngl.DEPTH_TEST)
         self.ctx.enable(moderngl.BLEND)
         self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        hud["texture"].use(location=0)
+        texture.use(location=0)
         _set(self._programs["hud"], "u_texture", 0)
-        hud["vao"].render(moderngl.TRIANGLE_STRIP)
+        vao.render(moderngl.TRIANGLE_STRIP)
         self.ctx.disable(moderngl.BLEND)
         self.ctx.enable(moderngl.DEPTH_TEST)
 

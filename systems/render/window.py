@@ -123,9 +123,7 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
     if settings.headless is True or not ok:
         reason = "the renderer is headless" if settings.headless is True else why
         print(f"loom: no window ({reason}); running headless", file=sys.stderr)
-        if build is not None:
-            build(app)
-        return run_headless(app, args)
+        return run_headless(app, args, build)
     if app.resources.get(FrameCapture) is None:
         print("loom: no renderer plugin added; the window will stay blank "
               "(add loom.systems.render.GLRenderPlugin())", file=sys.stderr)
@@ -146,16 +144,6 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
         compiling[0] = True
 
     progress.hooks.append(caption)
-    if loading is not None:                                # drawn at once: the window is never blank
-        loading.draw(app, [f"{settings.title}: loading"])
-        pygame.display.flip()
-    if build is not None:
-        try:
-            build(app)
-        except BaseException:
-            progress.hooks.remove(caption)
-            close_window()
-            raise
     state = app.resource(InputState) if InputState in app.resources else app.insert_resource(InputState())
     state.size = (window.width, window.height)
     limit = args.frames
@@ -164,6 +152,11 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
     last = time.perf_counter() - 1.0 / fps
     recorder = None
     try:
+        if loading is not None:                            # drawn at once: the window is never blank
+            loading.draw(app, [f"{settings.title}: loading"])
+            pygame.display.flip()
+        if build is not None:                              # a failed build still closes the window below
+            build(app)
         recorder = open_recorder(args, app.clock.dt)
         while limit is None or frames < limit:
             state.begin_frame()
