@@ -4,12 +4,14 @@ Each run is a fresh process, ``python -m loom.games.<game> --frames 1 --report j
 exit, with SDL's offscreen video driver (an OpenGL window with no display; ``--headless`` skips the
 window). "cold" points numba at an empty cache directory, so every kernel the first frame needs
 compiles, as on a fresh machine; "warm" runs again on that cache (every later run). One JSON line
-per run: game, cache, seconds, first_output_s (launch to the first line on stderr: a cold launch's compile
-progress, ``loom.engine.show_compile_progress``; null when it printed none), first_frame_ms (the mean step:
-one step, where cold compiles), video_driver.
+per run: game, cache, seconds (launch to exit), first_frame_s (launch to the first frame shown in the window;
+null headless), first_output_s (launch to the first line on stderr: a cold launch's compile progress,
+``loom.engine.show_compile_progress``; null when it printed none), first_frame_ms (the mean step: one step, where
+cold compiles), compiles (functions numba compiled: a game's ``FIRST_LAUNCH_COMPILES`` is this, cold),
+video_driver.
 
-``--kernels N`` instead launches the game once, headless, on an empty cache for ``--frames`` steps (default 60,
-so contact kernels compile too) and prints the N numba functions that took longest to compile, one JSON line
+``--kernels N`` instead launches the game once on an empty cache, in an offscreen window (``--headless``: none,
+so no renderer kernels) for ``--frames`` steps (default 60, so contact kernels compile too) and prints the N numba functions that took longest to compile, one JSON line
 each: kernel (qualified name and module), seconds (its own compile, the functions it called left out),
 compiles (signatures), then a total line.
 
@@ -38,6 +40,7 @@ def run(game: str, cache_dir: str | None, *, headless: bool) -> dict:
     command = [sys.executable, "-m", f"games.{game}", "--frames", "1", "--report", "json"]
     if headless:
         command.append("--headless")
+    launched = time.time()
     start = time.perf_counter()
     first_output = None
     errors = []
@@ -53,9 +56,11 @@ def run(game: str, cache_dir: str | None, *, headless: bool) -> dict:
     if code != 0:
         raise SystemExit(f"startup: {' '.join(command)} failed:\n{''.join(errors)[-2000:]}")
     report = json.loads(stdout.strip().splitlines()[-1])
+    shown = report.get("first_frame_shown_unix")
     return {"game": game, "seconds": round(seconds, 3),
+            "first_frame_s": None if shown is None else round(shown - launched, 3),
             "first_output_s": None if first_output is None else round(first_output, 3),
-            "first_frame_ms": report.get("sim_ms_per_frame"),
+            "first_frame_ms": report.get("sim_ms_per_frame"), "compiles": report.get("compiles"),
             "video_driver": report.get("video_driver", "none")}
 
 
@@ -82,7 +87,8 @@ class Timer(event.Listener):                       # numba's compile events nest
 
 event.register("numba:compile", Timer())
 start = time.perf_counter()
-sys.argv = [sys.argv[1], "--headless", "--frames", sys.argv[2], "--report", "json"]
+sys.argv = [sys.argv[1], *(["--headless"] if sys.argv[3] == "headless" else []), "--frames", sys.argv[2],
+            "--report", "json"]
 try:
     runpy.run_module("loom.games." + sys.argv[0], run_name="__main__")
 except SystemExit:
@@ -91,12 +97,14 @@ print(json.dumps({"total_s": time.perf_counter() - start, "kernels": [[k, v, cou
 """
 
 
-def kernel_times(game: str, frames: int, top: int) -> list[dict]:
-    """Compile time of each numba function a cold launch of ``game`` compiles in ``frames`` steps (headless, an
-    empty cache): the ``top`` longest, then a total record."""
+def kernel_times(game: str, frames: int, top: int, *, headless: bool = True) -> list[dict]:
+    """Compile time of each numba function a cold launch of ``game`` compiles in ``frames`` steps (an empty cache;
+    headless, or in an offscreen window, so the renderer's kernels compile too): the ``top`` longest, then a
+    total record (functions, their compile events, seconds)."""
     with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:
         env = {**os.environ, "SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy", "NUMBA_CACHE_DIR": empty}
-        run_ = subprocess.run([sys.executable, "-c", _KERNEL_TIMES, game, str(frames)], cwd=ROOT, env=env,
+        run_ = subprocess.run([sys.executable, "-c", _KERNEL_TIMES, game, str(frames),
+                               "headless" if headless else "window"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=900)
     if run_.returncode != 0:
         raise SystemExit(f"startup --kernels: the {game} run failed:\n{run_.stderr[-2000:]}")
@@ -105,6 +113,7 @@ def kernel_times(game: str, frames: int, top: int) -> list[dict]:
     records = [{"game": game, "kernel": name, "seconds": round(seconds, 3), "compiles": n}
                for name, seconds, n in kernels[:top]]
     records.append({"game": game, "kernel": "(all)", "functions": len(kernels),
+                    "compiles": sum(row[2] for row in kernels),
                     "seconds": round(sum(row[1] for row in kernels), 3), "run_s": round(data["total_s"], 3)})
     return records
 
@@ -122,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.kernels is not None:
         if args.kernels < 1 or args.frames < 1:
             p.error(f"--kernels = {args.kernels}, --frames = {args.frames}: both must be >= 1")
-        for record in kernel_times(args.game, args.frames, args.kernels):
+        for record in kernel_times(args.game, args.frames, args.kernels, headless=args.headless):
             print(json.dumps(record), flush=True)
         return
     with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:

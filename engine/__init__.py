@@ -4,10 +4,13 @@ engine/ imports neither systems/ nor games/ nor components/: the standard cloth 
 plugin group in ``systems``, and components import ``loom.engine.mesh`` for their constructors.
 
 Importing it first applies the thread policy (``loom.engine.threads``: ``OMP_WAIT_POLICY=passive`` unless
-set), before anything can start numba's threads: every loom subpackage imports ``loom.engine`` first.
+set), before anything can start numba's threads: every loom subpackage imports ``loom.engine`` first. It also
+makes numba load Loom's cached kernels without its registry refresh (``loom.engine.kernel_cache``: a warm
+launch about 0.3 s sooner).
 """
-from loom.engine import threads
+from loom.engine import kernel_cache, threads
 threads.apply_policy()
+kernel_cache.install()
 
 from loom.engine import mesh  # noqa: E402  (after the thread policy)
 from loom.engine.app import App

@@ -5,7 +5,13 @@ cache spends most of its first seconds there. ``show_compile_progress()`` listen
 (``numba.core.event``, "numba:compile": fired for each function compiled, never for a cache load, so a warm
 launch prints nothing) and writes a line to stderr when compiling starts and then at most every
 ``INTERVAL`` seconds: how many functions are compiled so far, the seconds spent, and the one compiling now.
-A window loop adds a hook (``CompileProgress.hooks``) to show the same in its title bar.
+A window loop adds a hook (``CompileProgress.hooks``) to show the same in its title bar and loading view.
+
+How far along: ``expect(n)`` says how many functions the launch is expected to compile before its first frame
+(a game's ``FIRST_LAUNCH_COMPILES``, measured by ``python -m loom.benchmarks startup --runs cold``, which prints
+``compiles``); the lines then read "23 of about 62 (37 %)" and ``fraction()`` feeds the loading view's bar. The
+count is an estimate, not a promise (other options compile other code), so the fraction stops at 99 % until the
+first frame is drawn.
 """
 from __future__ import annotations
 
@@ -32,6 +38,30 @@ class CompileProgress(event.Listener):
         self._last = -float("inf")
         self.hooks: list[Callable[[int, float, str], None]] = []
         """Called as hook(count, seconds, name) with every progress line (a window sets its caption)."""
+        self.expected: int | None = None
+        """Functions expected to compile from ``expect()`` on (None: unknown, no fraction)."""
+        self._base = 0
+
+    def expect(self, count: int | None) -> None:
+        """Expect ``count`` functions to compile from now on (None: unknown); ``fraction()`` counts from here.
+        Raises ValueError for a count that is not a positive integer."""
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise ValueError(f"expected compiles = {count!r}: must be a positive integer or None")
+        self.expected = count
+        self._base = self.count
+
+    def fraction(self) -> float | None:
+        """How far along the expected compiles are, 0–0.99 (None when nothing is expected)."""
+        if self.expected is None:
+            return None
+        return min((self.count - self._base) / self.expected, 0.99)
+
+    def progress_text(self) -> str:
+        """"23 compiled" or, with an expectation, "23 of about 62 compiled (37 %)"."""
+        done = self.count - self._base if self.expected is not None else self.count
+        if self.expected is None:
+            return f"{done} compiled"
+        return f"{done} of about {self.expected} compiled ({100.0 * self.fraction():.0f} %)"
 
     def on_start(self, ev: event.Event) -> None:
         now = time.perf_counter()
@@ -44,7 +74,7 @@ class CompileProgress(event.Listener):
         if now - self._last >= self.interval:
             self._last = now
             seconds = now - self.started
-            self._write(f"loom:   {self.count} compiled, {seconds:.1f} s; now {name}")
+            self._write(f"loom:   {self.progress_text()}, {seconds:.1f} s; now {name}")
             for hook in list(self.hooks):
                 hook(self.count, seconds, name)
 

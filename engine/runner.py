@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from loom.engine.compile_progress import compiles as compiled_so_far
+from loom.engine.compile_progress import show_compile_progress
 from loom.engine.record import DEFAULT_FPS, MAX_FPS, Recorder, record_problem
 
 
@@ -129,15 +131,19 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def run_app(app: Any, argv: Iterable[str] | None = None, *,
             arg_parser: argparse.ArgumentParser | None = None,
-            build: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+            build: Callable[[Any], Any] | None = None, compiles: int | None = None) -> dict[str, Any]:
     """Parse ``argv`` (default: sys.argv[1:]), run ``app`` headless or windowed, print and return the report.
 
     ``build(app)``, when given, spawns the game's scene after the command line was checked and, in a window,
     after the window opened: a first launch compiles numba kernels while the scene is built, and the window
-    shows a loading view meanwhile instead of appearing only once everything is compiled."""
+    shows a loading view meanwhile instead of appearing only once everything is compiled. ``compiles``: how
+    many functions a first launch compiles before its first frame (the report's ``compiles`` of a cold run,
+    ``python -m loom.benchmarks startup --runs cold``), so its progress says how far along it is. The report
+    adds ``compiles``: the functions numba compiled in this process (0 on a warm launch)."""
     p = arg_parser or parser()
     args = p.parse_args(None if argv is None else list(argv))
     check_outputs(args)                                    # a bad path is one line now, not after the run
+    show_compile_progress().expect(compiles)
     if getattr(args, "threads", None) is not None:
         try:
             app.set_threads(args.threads)
@@ -148,6 +154,7 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
     except OSError as exc:                                 # a file the run writes (a screenshot): one line, exit 1
         path = f"{exc.filename}: " if exc.filename is not None else ""
         raise SystemExit(f"loom: {path}{exc.strerror or exc}") from None
+    report["compiles"] = compiled_so_far()
     print_report(report, args.report)
     return report
 

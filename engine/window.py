@@ -104,10 +104,11 @@ class FrameCapture:
 
 @dataclass
 class LoadingView:
-    """App resource a renderer inserts: ``draw(app, lines)`` draws a plain frame with those lines of text (the
-    window loop shows it while the scene is built and kernels compile on a first launch); the loop flips it."""
+    """App resource a renderer inserts: ``draw(app, lines, fraction)`` draws a plain frame with those lines of
+    text and, when ``fraction`` (0–1) is not None, a progress bar that full (the window loop shows it while the
+    scene is built and kernels compile on a first launch); the loop flips it."""
 
-    draw: Callable[[Any, list[str]], None]
+    draw: Callable[[Any, list[str], float | None], None]
 
 
 def display_available() -> tuple[bool, str]:

@@ -2,10 +2,11 @@
 
 Run: python -m loom.games                      one line per game: its name and what it shows
      python -m loom.games NAME [options]       the same as python -m loom.games.NAME [options]
-     python -m loom.games --precompile         run every game (and every cloth model) headless for two
-                                          frames, so numba's cache holds their kernels: the next
-                                          launch of any of them is warm (about 1.3 s to the first
-                                          frame of the cape against 20 s cold, benchmarks/startup.py)
+     python -m loom.games --precompile         run every game (and every cloth model) headless for ten
+                                          frames, with a screenshot, so numba's cache holds their
+                                          kernels: the next launch of any of them is warm (about 1.1 s
+                                          to the cape's first frame against 25 s cold on a 2-core Xeon
+                                          VM, benchmarks/startup.py); scripts/install.sh runs it
 
 A game is any module in games/ with a top-level ``main``; the list reads their source (first line of the
 module docstring) without importing them, so listing is quick and has no side effects.
@@ -16,6 +17,7 @@ import ast
 import importlib
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,17 +64,24 @@ PRECOMPILE_EXTRA = (("hanging_sheet", "--model", "verlet"), ("hanging_sheet", "-
 """Runs besides each game's default one: the other cloth models' kernels."""
 
 
+PRECOMPILE_FRAMES = 10
+"""Frames each precompile run takes: contacts begin in the first few, and their kernels compile then."""
+
+
 def precompile(games: dict[str, str]) -> int:
-    """Run each game headless for two frames in its own process (filling numba's on-disk cache); print
-    one line per run with its seconds; return 1 if any run failed."""
+    """Run each game headless for ``PRECOMPILE_FRAMES`` frames in its own process, saving a screenshot (so the
+    renderer's kernels compile too) into a temporary folder, filling numba's on-disk cache; print one line per
+    run with its seconds; return 1 if any run failed."""
     failed = 0
     for name, *options in [(name,) for name in games] + list(PRECOMPILE_EXTRA):
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", f"loom.games.{name}", *options, "--headless", "--frames", "2",
-                              "--report", "json"], capture_output=True, text=True)
+        with tempfile.TemporaryDirectory(prefix="loom-precompile-") as folder:
+            out = subprocess.run([sys.executable, "-m", f"loom.games.{name}", *options, "--headless", "--frames",
+                                  str(PRECOMPILE_FRAMES), "--screenshot", str(Path(folder) / "frame.png"),
+                                  "--report", "json"], capture_output=True, text=True)
         status = "ok" if out.returncode == 0 else f"failed: {out.stderr.strip().splitlines()[-1:]}"
         failed += out.returncode != 0
-        print(f"{' '.join([name, *options]):<32} {time.perf_counter() - start:6.1f} s  {status}", flush=True)
+        print(f"{' '.join([name, *options]):<34} {time.perf_counter() - start:6.1f} s  {status}", flush=True)
     return 1 if failed else 0
 
 

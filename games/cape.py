@@ -237,12 +237,19 @@ def inside_hero(app: App, hero: Hero, margin: float = 0.0) -> np.ndarray:
     return np.concatenate(masks) if masks else np.zeros(0, bool)
 
 
+FIRST_LAUNCH_COMPILES = 73
+"""Functions numba compiles in a first launch's first 10 frames (an empty cache, a window): the loading view's
+progress is a fraction of it. Measured with the startup benchmark's ``--kernels`` total (``compiles``).
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     app = App(dt=DT, substeps=SUBSTEPS)
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=540))
     app.add_plugin(WindowPlugin(title="Loom — cape"))
-    return run_app(app, argv, arg_parser=parser("python -m loom.games.cape"), build=build_scene)
+    return run_app(app, argv, arg_parser=parser("python -m loom.games.cape"), build=build_scene,
+                   compiles=FIRST_LAUNCH_COMPILES)
 
 
 if __name__ == "__main__":

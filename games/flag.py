@@ -185,6 +185,12 @@ def toggle_wind(app: App, dt: float) -> None:
             wind.active = not wind.active
 
 
+FIRST_LAUNCH_COMPILES = 76
+"""Functions numba compiles in a first launch's first 10 frames (an empty cache, a window): the loading view's
+progress is a fraction of it. Measured with the startup benchmark's ``--kernels`` total (``compiles``).
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     p = parser("python -m loom.games.flag")
     p.add_argument("--sail", action="store_true", help="add Provot's second scene: a boat's sail filling in the wind")
@@ -193,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=640))
     app.add_plugin(WindowPlugin(title="Loom — flag and sail" if args.sail else "Loom — flag"))
-    return run_app(app, argv, arg_parser=p, build=lambda a: build_scene(a, sail=args.sail))
+    return run_app(app, argv, arg_parser=p, build=lambda a: build_scene(a, sail=args.sail),
+                   compiles=FIRST_LAUNCH_COMPILES)
 
 
 if __name__ == "__main__":

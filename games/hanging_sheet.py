@@ -138,6 +138,12 @@ def toggle_breeze(app: App, dt: float) -> None:
             wind.active = not wind.active
 
 
+FIRST_LAUNCH_COMPILES = 54
+"""Functions numba compiles in a first launch's first 10 frames (an empty cache, a window): the loading view's
+progress is a fraction of it. Measured with the startup benchmark's ``--kernels`` total (``compiles``).
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     p = parser("python -m loom.games.hanging_sheet")
     p.add_argument("--n", type=int, default=32, help="particles per side (default 32)")
@@ -149,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(DefaultPlugins)
     app.add_plugin(GLRenderPlugin(width=960, height=640))      # opt-in renderer: no GL until a frame is drawn
     app.add_plugin(WindowPlugin(title="Loom: hanging sheet"))
-    return run_app(app, argv, arg_parser=p, build=lambda a: build_scene(a, n=args.n, model=args.model))
+    return run_app(app, argv, arg_parser=p, build=lambda a: build_scene(a, n=args.n, model=args.model),
+                   compiles=FIRST_LAUNCH_COMPILES)
 
 
 if __name__ == "__main__":

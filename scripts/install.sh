@@ -21,3 +21,7 @@ fi
 python -m pip install -q --disable-pip-version-check -e ".[test]"
 # the worked plugin package: the test suite checks that App(plugins="auto") discovers it
 python -m pip install -q --disable-pip-version-check --no-deps -e examples/loom_vortex
+# bytecode for every module (a launch then skips compiling Python source, even where PYTHONDONTWRITEBYTECODE is
+# set) and numba's cache for every game and cloth model: the demo and the test suite start warm
+python -m compileall -q -j 0 engine systems components games prefabs files benchmarks __init__.py >/dev/null
+python -m loom.games --precompile

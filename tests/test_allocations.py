@@ -45,7 +45,7 @@ def counted(self, *args, **kwargs):                 # kernels called from Python
 
 CPUDispatcher.__call__ = counted
 app.step(3)
-for name in ("_predict", "_update", "_solve_serial", "_collide_serial", "_pass", "_apply_contacts",
+for name in ("_predict", "_update", "_solve_serial", "_collide_serial_basic", "_pass", "_apply_contacts",
              "_move_pins", "_aero_forces", "_first_bad"):
     print(name, calls[name])
 '''

@@ -100,3 +100,50 @@ def test_pinned_particles_ignore_colliders(make_app):
     app.spawn(cloth, pin)
     app.step(10)
     assert np.array_equal(cloth.x[pin.index], pin.target)
+
+
+def _cloth_over_shapes(make_app, *, prism: bool):
+    """A 16×16 sheet dropped on a box, a sphere and a capsule on a floor (and a prism, when asked): 40 steps."""
+    from loom.components import Box, Capsule, Prism
+
+    app = make_app(substeps=8)
+    app.spawn(Collider(Plane()), Transform())
+    app.spawn(Collider(Box((0.2, 0.15, 0.2))), Transform(position=(-0.25, 0.15, 0.0)))
+    app.spawn(Collider(Sphere(0.15)), Transform(position=(0.25, 0.2, 0.1)))
+    app.spawn(Collider(Capsule(0.06, 0.2)), Transform.from_axis_angle((0.1, 0.1, -0.3), (0.0, 0.0, 1.0), 1.2))
+    if prism:
+        app.spawn(Collider(Prism([(-0.1, 0.0), (0.1, 0.0), (0.0, 0.2)], 0.3)), Transform(position=(0.0, 0.0, 0.35)))
+    cloth = Cloth.from_mesh(mesh.grid(16, 16, 1.0, 1.0, center=(0.0, 0.45, 0.0), plane="xz"))
+    app.spawn(cloth)
+    app.step(40)
+    return cloth.x.copy()
+
+
+def test_basic_shapes_run_the_kernels_without_prism_and_mesh_code_and_get_the_same_positions(make_app, monkeypatch):
+    """A scene of planes, boxes, spheres and capsules runs the contact kernels compiled with ``basic_only_sdf``
+    (no prism or mesh code to compile on a first launch); forced onto the general kernels, it ends bit for bit
+    where it did, since both evaluate the same basic_sdf. A scene with a prism runs the general kernels."""
+    from loom.systems.collision import environment
+
+    calls = []
+
+    def spied(name, kernels):                          # (serial, parallel), each noting its name when called
+        def wrap(kernel):
+            def spy(*args):
+                calls.append(name)
+                return kernel(*args)
+            return spy
+        return tuple(wrap(kernel) for kernel in kernels)
+
+    monkeypatch.setattr(environment, "_COLLIDE_BASIC", spied("basic", environment._COLLIDE_BASIC))
+    monkeypatch.setattr(environment, "_COLLIDE", spied("general", environment._COLLIDE))
+    basic = _cloth_over_shapes(make_app, prism=False)
+    assert calls and set(calls) == {"basic"}, set(calls)
+    assert basic[:, 1].min() > 0.0 and np.ptp(basic[:, 1]) > 0.1, "the sheet should drape over the shapes"
+    calls.clear()
+    monkeypatch.setattr(environment, "_COLLIDE_BASIC", environment._COLLIDE)
+    general = _cloth_over_shapes(make_app, prism=False)
+    assert set(calls) == {"general"} and np.array_equal(basic, general)
+    calls.clear()
+    _cloth_over_shapes(make_app, prism=True)
+    assert set(calls) == {"general"}

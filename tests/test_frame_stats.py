@@ -99,3 +99,43 @@ def test_a_step_that_compiles_is_left_out_and_the_compile_is_reported(capsys):
     assert "compiling numba kernels" in stream.getvalue() and "fresh_kernel" in stream.getvalue()
     assert app.frame_stats.sim_ms_per_step < 2000 * STEP_SLEEP        # with the 300 ms step: over 37 ms
     app.close()
+
+
+def test_compile_progress_says_how_far_along_an_expected_count_is():
+    """``expect(n)``: the lines read "k of about n compiled (p %)" counted from the expect() call, and the
+    fraction stops at 0.99 when more compile than expected (the count is an estimate); a bad count is a
+    ValueError naming it."""
+    import io
+
+    import numba
+    import numpy as np
+
+    from loom.engine.compile_progress import CompileProgress
+    from numba.core import event
+
+    @numba.njit(cache=False)
+    def first(x):
+        return x + 1
+
+    @numba.njit(cache=False)
+    def second(x):
+        return x + 2
+
+    stream = io.StringIO()
+    progress = CompileProgress(stream, interval=0.0)
+    assert progress.fraction() is None and progress.progress_text() == "0 compiled"
+    with event.install_listener("numba:compile", progress):
+        first(1)
+        progress.expect(4)
+        assert progress.fraction() == 0.0
+        second(1)
+        assert progress.fraction() == 0.25 and progress.progress_text() == "1 of about 4 compiled (25 %)"
+        first(1.5)                               # a new signature: another compile
+        second(2.5)
+        second(np.float32(1.0))
+        second(np.int8(1))
+    assert progress.fraction() == 0.99
+    assert "1 of about 4 compiled (25 %)" in stream.getvalue()
+    for bad in (0, -3, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="expected compiles"):
+            progress.expect(bad)

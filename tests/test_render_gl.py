@@ -316,11 +316,19 @@ app.add_plugin(WindowPlugin(title="loading test"))
 seen = []
 shown = app.resource(LoadingView).draw
 
-def watch(app, lines):                       # the real view, and what it said and drew
-    shown(app, lines)
-    pixels = app.resource(GLRenderer).read_pixels()
-    seen.append({"lines": lines, "built": bool(app.query(__import__("loom").Cloth)),
-                 "text_pixels": int((pixels.min(axis=2) > 200).sum())})
+def white(app):
+    return int((app.resource(GLRenderer).read_pixels().min(axis=2) > 200).sum())
+
+def watch(app, lines, fraction=None):        # the real view, and what it said and drew
+    bar = None
+    if fraction is not None:                 # the bar's fill: the same view drawn empty, then full
+        shown(app, lines, 0.0)
+        empty = white(app)
+        shown(app, lines, 1.0)
+        bar = white(app) - empty
+    shown(app, lines, fraction)
+    seen.append({"lines": lines, "built": bool(app.query(__import__("loom").Cloth)), "fraction": fraction,
+                 "text_pixels": white(app), "bar_fill_pixels": bar})
 
 app.resource(LoadingView).draw = watch
 
@@ -332,14 +340,16 @@ def build(app):
     fresh_kernel(2)
     build_scene(app, 8)
 
-run_app(app, ["--frames", "3", "--report", "json"], build=build)
+run_app(app, ["--frames", "3", "--report", "json"], build=build, compiles=2)
 print(json.dumps(seen))
 """
 
 
 def test_the_window_shows_a_loading_view_while_the_scene_builds_and_kernels_compile():
     """run_app(build=...) opens the window first: a loading view is drawn before the scene exists, and again with
-    the compile progress (the kernel's name) while numba compiles inside build."""
+    the compile progress (the kernel's name) while numba compiles inside build. With ``compiles=2`` expected, the
+    first compile reads "1 of about 2" and fills half the bar: the bar drawn full whitens at least 1000 more
+    pixels than drawn empty (it is 280 px wide at 320 px, 10 px high inside its outline)."""
     env = dict(os.environ, SDL_VIDEODRIVER="offscreen", SDL_AUDIODRIVER="dummy")
     run = subprocess.run([sys.executable, "-c", _LOADING_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=240)
@@ -348,6 +358,10 @@ def test_the_window_shows_a_loading_view_while_the_scene_builds_and_kernels_comp
     assert seen and not seen[0]["built"] and seen[0]["lines"] == ["loading test: loading"], seen[:1]
     assert any("fresh_kernel" in " ".join(view["lines"]) for view in seen), [v["lines"] for v in seen]
     assert all(view["text_pixels"] > 100 for view in seen), "the loading view's text was not drawn"
+    compiling = [view for view in seen if view["fraction"] is not None]
+    assert compiling and compiling[0]["fraction"] == 0.5, seen
+    assert "1 of about 2 compiled (50 %)" in compiling[0]["lines"][1], compiling[0]
+    assert compiling[0]["bar_fill_pixels"] > 1000, compiling[0]
 
 
 def test_window_loop_turns_events_into_input_orbits_and_quits_on_escape(tmp_path):

@@ -41,7 +41,7 @@ from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM
                                  Prism, Sphere, TriangleMesh, rotation_to_quaternion)
 from loom.engine import App
 from loom.systems.shared.held import hold
-from loom.systems.shared.shapes import Shapes, basic_sdf, is_basic, pose, sdf
+from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
 
 CCD_STEPS = 24
 """Most conservative-advancement steps per swept particle path."""
@@ -140,8 +140,9 @@ def gather_colliders(app: App, dt: float) -> None:
         packed.impulse = np.zeros((k, 3))
         packed.impulse_point = np.zeros((k, 4))
     shapes = Shapes(kind, params, packed.polygons, mesh, *packed.mesh_arrays)
-    app.init_resource(ContactScratch).colliders = hold(Colliders(shapes, margin, friction, pose0, pose1, packed.impulse,
-                                                                 packed.impulse_point))
+    scratch = app.init_resource(ContactScratch)
+    scratch.colliders = hold(Colliders(shapes, margin, friction, pose0, pose1, packed.impulse, packed.impulse_point))
+    scratch.basic_only = not bool(np.any((kind == PRISM) | (kind == MESH)))
 
 
 def _report_new_contacts(app: App, packed: ColliderSet) -> None:
@@ -168,7 +169,8 @@ def collide_environment(app: App, h: float) -> None:
         if not cloth.substepped:
             continue
         m = cloth.material
-        kernel = _collide_parallel if parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES else _collide_serial
+        kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
+        kernel = kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES]
         kernel(scratch.colliders, scratch.frames, a0, a1, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
                cloth.x_prev, cloth.x)
 
@@ -246,6 +248,9 @@ class ContactScratch:
         """The held ``Frames``."""
         self.colliders = None
         """The held ``Colliders`` of this step (``gather_colliders``)."""
+        self.basic_only = False
+        """Whether this step's colliders are all basic shapes (no prism, no mesh): the contact kernels compiled
+        without prism and mesh code then run (``_COLLIDE_BASIC``)."""
         self.count = -1
 
     def fit(self, k: int) -> None:
@@ -794,10 +799,12 @@ def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_ma
     _reduce(acc, col.impulse, col.impulse_point)
 
 
-def _compiled(py_func, name: str, **options) -> numba.core.registry.CPUDispatcher:
-    """``py_func`` compiled by numba (cached) under the name ``name``: numba's on-disk cache files a
-    kernel by its qualified name, not by its options, so two builds of one source need names of their own."""
-    func = FunctionType(py_func.__code__, py_func.__globals__, name, py_func.__defaults__, py_func.__closure__)
+def _compiled(py_func, name: str, namespace: dict | None = None, **options) -> numba.core.registry.CPUDispatcher:
+    """``py_func`` compiled by numba (cached) under the name ``name``, reading its globals from ``namespace``
+    (default: its module's): numba's on-disk cache files a kernel by its qualified name, not by its options or
+    globals, so two builds of one source need names of their own."""
+    func = FunctionType(py_func.__code__, py_func.__globals__ if namespace is None else namespace, name,
+                        py_func.__defaults__, py_func.__closure__)
     func.__qualname__ = name
     func.__doc__ = py_func.__doc__
     return numba.njit(cache=True, **options)(func)
@@ -805,3 +812,25 @@ def _compiled(py_func, name: str, **options) -> numba.core.registry.CPUDispatche
 
 _collide_serial = _compiled(_collide, "_collide_serial")
 _collide_parallel = _compiled(_collide, "_collide_parallel", parallel=True)
+_COLLIDE = (_collide_serial, _collide_parallel)
+"""The contact kernels for any collider set: (serial, parallel)."""
+
+_SDF_CALLERS = ("_distance", "_world_sdf", "_bisect", "_unpinch", "_pinched", "_facing", "_collide_range")
+"""The kernels that reach ``sdf``, callees first: what the basic-shapes variant compiles again."""
+
+
+def _basic_variant() -> tuple[numba.core.registry.CPUDispatcher, numba.core.registry.CPUDispatcher]:
+    """The contact kernels again, (serial, parallel), with ``shapes.basic_only_sdf`` in place of ``sdf``: built
+    from the same source, in a copy of this module's namespace where each of ``_SDF_CALLERS`` is its own
+    variant (named ``<name>_basic``, so numba caches it apart). A scene with no prism or mesh collider runs these
+    and never compiles the prism and mesh code (``collide_environment`` picks them: ``ContactScratch.basic_only``)."""
+    namespace = dict(globals())
+    namespace["sdf"] = basic_only_sdf
+    for name in _SDF_CALLERS:
+        namespace[name] = _compiled(globals()[name].py_func, f"{name}_basic", namespace=namespace)
+    return (_compiled(_collide, "_collide_serial_basic", namespace=namespace),
+            _compiled(_collide, "_collide_parallel_basic", namespace=namespace, parallel=True))
+
+
+_COLLIDE_BASIC = _basic_variant()
+"""The contact kernels for collider sets of basic shapes only: (serial, parallel)."""

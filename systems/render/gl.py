@@ -720,9 +720,10 @@ class GLRenderer:
         return gpu
 
     # --- loading view --------------------------------------------------------------------------------------------
-    def draw_message(self, app: App, lines: list[str]) -> None:
+    def draw_message(self, app: App, lines: list[str], fraction: float | None = None) -> None:
         """Draw a plain frame with ``lines`` of text centred on it (the window's loading view while numba compiles
-        on a first launch): the sky's colours, no scene, no stepping. Creates the context if needed."""
+        on a first launch): the sky's colours, no scene, no stepping; under the text, when ``fraction`` is not
+        None, a progress bar filled that far (clamped to 0–1). Creates the context if needed."""
         import pygame
         self.ensure_context(app)
         settings = app.resources.get(RenderSettings) or RenderSettings()
@@ -734,11 +735,18 @@ class GLRenderer:
         self._fonts["message"] = font
         rendered = [font.render(line, True, (245, 245, 245)) for line in lines]
         width = max((r.get_width() for r in rendered), default=1) + 40
-        height = 36 * len(rendered) + 24
+        bar = 0 if fraction is None else 28
+        height = 36 * len(rendered) + 24 + bar
         surface = pygame.Surface((width, height), pygame.SRCALPHA)
         surface.fill((0, 0, 0, 110))
         for k, text in enumerate(rendered):
             surface.blit(text, ((width - text.get_width()) // 2, 14 + 36 * k))
+        if fraction is not None:                         # the bar: an outline, filled as far as compiling got
+            outline = pygame.Rect(20, height - bar - 4, width - 40, 16)
+            pygame.draw.rect(surface, (245, 245, 245, 255), outline, 2)
+            filled = outline.inflate(-6, -6)
+            filled.width = round(filled.width * min(max(float(fraction), 0.0), 1.0))
+            pygame.draw.rect(surface, (245, 245, 245, 255), filled)
         texture = self.ctx.texture((width, height), 4, pygame.image.tobytes(surface, "RGBA", True))
         w, h = 2.0 * width / self.width, 2.0 * height / self.height
         quad = np.array([[-w / 2, -h / 2, 0, 0], [w / 2, -h / 2, 1, 0], [-w / 2, h / 2, 0, 1], [w / 2, h / 2, 1, 1]],
@@ -869,7 +877,8 @@ class GLRenderPlugin:
         app.insert_resource(RenderSettings(), replace=False)
         app.insert_resource(GLRenderer())
         app.insert_resource(FrameCapture(save=save_screenshot, grab=grab_frame))
-        app.insert_resource(LoadingView(draw=lambda a, lines: a.resource(GLRenderer).draw_message(a, lines)))
+        app.insert_resource(LoadingView(draw=lambda a, lines, fraction=None:
+                                         a.resource(GLRenderer).draw_message(a, lines, fraction)))
         app.add_system(draw_scene, Stage.RENDER)
         app.on("window_closing", lambda **_: release_renderer(app))
 

@@ -277,48 +277,25 @@ def _apply_csr(indptr, indices, weights, src, out):
                 out[i, col] += w * src[j, col]
 
 
-@numba.njit(cache=True)
-def _csr_matmul(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val, b_cols):
-    """C = A · B for CSR matrices (Gustavson's row-by-row product); returns C's (indptr, indices, weights).
+def _csr_matmul(a_ptr: np.ndarray, a_idx: np.ndarray, a_val: np.ndarray, b_ptr: np.ndarray, b_idx: np.ndarray,
+                b_val: np.ndarray, b_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """C = A · B for CSR matrices; returns C's (indptr, indices int32, weights), column indices sorted per row.
 
-    Used once per topology to fold several Loop levels into one stencil; column indices come out sorted."""
+    Used once per topology to fold several Loop levels into one stencil, so it is NumPy, not a kernel: every
+    product term of A's entry (i, r, w) with B's row r, then equal (row, column) terms summed (a numba kernel
+    with a sort cost about 2 s of a first launch to compile)."""
     m = a_ptr.shape[0] - 1
-    marker = np.full(b_cols, -1, np.int64)
-    c_ptr = np.zeros(m + 1, np.int64)
-    for i in range(m):
-        count = 0
-        for p in range(a_ptr[i], a_ptr[i + 1]):
-            r = a_idx[p]
-            for q in range(b_ptr[r], b_ptr[r + 1]):
-                j = b_idx[q]
-                if marker[j] != i:
-                    marker[j] = i
-                    count += 1
-        c_ptr[i + 1] = c_ptr[i] + count
-    c_idx = np.empty(c_ptr[m], np.int32)
-    c_val = np.empty(c_ptr[m], np.float64)
-    acc = np.zeros(b_cols)
-    marker[:] = -1
-    for i in range(m):
-        s = c_ptr[i]
-        length = 0
-        for p in range(a_ptr[i], a_ptr[i + 1]):
-            r = a_idx[p]
-            w = a_val[p]
-            for q in range(b_ptr[r], b_ptr[r + 1]):
-                j = b_idx[q]
-                if marker[j] != i:
-                    marker[j] = i
-                    c_idx[s + length] = j
-                    length += 1
-                    acc[j] = w * b_val[q]
-                else:
-                    acc[j] += w * b_val[q]
-        c_idx[s:s + length].sort()                  # in place: an array-to-slice copy compiles numba's shape-error
-                                                    # formatting (seconds of a first launch)
-        for p in range(s, s + length):
-            c_val[p] = acc[c_idx[p]]
-    return c_ptr, c_idx, c_val
+    a_rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(a_ptr))
+    lengths = (b_ptr[a_idx + 1] - b_ptr[a_idx]).astype(np.int64)       # B's entries each A entry meets
+    total = int(lengths.sum())
+    first = np.repeat(b_ptr[a_idx].astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    q = first + np.arange(total, dtype=np.int64)                          # the B entries, term by term
+    keys = np.repeat(a_rows, lengths) * b_cols + b_idx[q]
+    entry, inverse = np.unique(keys, return_inverse=True)
+    weights = np.bincount(inverse.ravel(), weights=np.repeat(a_val, lengths) * b_val[q], minlength=entry.size)
+    indptr = np.zeros(m + 1, np.int64)
+    np.cumsum(np.bincount(entry // b_cols, minlength=m), out=indptr[1:])
+    return indptr, (entry % b_cols).astype(np.int32), weights
 
 
 @numba.njit(cache=True)

@@ -135,10 +135,11 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
     loading = app.resources.get(LoadingView)
 
     def caption(count: int, seconds: float, name: str) -> None:
-        pygame.display.set_caption(f"{settings.title} — compiling kernels (first launch): {count}, {seconds:.0f} s")
+        done = progress.progress_text()
+        pygame.display.set_caption(f"{settings.title} — compiling kernels (first launch): {done}, {seconds:.0f} s")
         if loading is not None:
             loading.draw(app, ["Loom: preparing the cloth kernels (first launch only; they are cached)",
-                               f"{count} compiled in {seconds:.0f} s: now {name}"])
+                               f"{done} in {seconds:.0f} s: now {name}"], progress.fraction())
             pygame.display.flip()
         pygame.event.pump()                               # keep the window responsive meanwhile
         compiling[0] = True
@@ -151,12 +152,14 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
     frames = 0
     last = time.perf_counter() - 1.0 / fps
     recorder = None
+    first_shown = None
     try:
         if loading is not None:                            # drawn at once: the window is never blank
-            loading.draw(app, [f"{settings.title}: loading"])
+            loading.draw(app, [f"{settings.title}: loading"], None)
             pygame.display.flip()
         if build is not None:                              # a failed build still closes the window below
             build(app)
+            last = time.perf_counter() - 1.0 / fps         # loading is not game time: the first frame is one step
         recorder = open_recorder(args, app.clock.dt)
         while limit is None or frames < limit:
             state.begin_frame()
@@ -176,6 +179,8 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
                 capture.save(app, screenshot)              # before the flip: the back buffer is still ours
                 screenshot = None
             pygame.display.flip()
+            if frames == 1:
+                first_shown = time.time()                  # the startup benchmark's launch-to-first-frame
             clock.tick(fps)
         if screenshot:                                     # closed by the player: save what they saw last
             capture.save(app, screenshot)
@@ -191,7 +196,7 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
         state.size = (0, 0)
         close_window()
     report = app.report()
-    report.update(rendered_frames=frames, video_driver=window.driver)
+    report.update(rendered_frames=frames, video_driver=window.driver, first_frame_shown_unix=first_shown)
     return report
 
 

@@ -1,0 +1,71 @@
+"""Faster loads of Loom's cached numba kernels: a warm launch skips numba's registry refresh.
+
+Every Loom kernel is ``@numba.njit(cache=True)``: after the first launch its machine code comes from numba's
+on-disk cache. numba, before loading any cached function, refreshes its whole target context: it imports and
+registers every typing and lowering implementation it has (NumPy, linalg and, when SciPy is installed, its BLAS,
+random, typed containers, …). That is about 0.3 s of a warm launch (0.55 s with SciPy installed), about a fifth
+of it, spent on registries that only *compiling* needs. Compiling refreshes the context itself (numba's
+``CompilerBase.__init__``), so a load can skip it.
+
+``install()`` makes numba's ``Cache.load_overload`` do, for Loom's own kernels (functions defined in ``loom.*``
+modules), only what loading machine code needs: the NRT (numba's reference-counted memory) initialised and the
+hashing module's symbols registered — the only runtime symbols numba registers from a module that the refresh
+imports; the rest are registered when the target context is created, and the parallel runtime's by the cached
+function's own ``reload_init``. Other functions (a game's own kernels) load as numba always does.
+
+``import loom.engine`` installs it. Set ``LOOM_FAST_KERNEL_LOAD=0`` to leave numba untouched. When numba's
+cache class does not look the way this was written for (another numba version), nothing is changed.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+ENV_VAR = "LOOM_FAST_KERNEL_LOAD"
+"""Environment variable: "0" turns the fast load off (numba's own load, with its refresh, for every kernel)."""
+
+_original: Callable[..., Any] | None = None
+
+
+def _is_loom_kernel(cache: Any) -> bool:
+    """Whether a numba ``Cache`` belongs to a function defined in a ``loom`` module."""
+    module = getattr(getattr(cache, "_py_func", None), "__module__", None) or ""
+    return module == "loom" or module.startswith("loom.")
+
+
+def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+    """``Cache.load_overload`` without the registry refresh, for Loom's kernels (see the module docstring)."""
+    if not _is_loom_kernel(self):
+        return _original(self, sig, target_context)
+    from numba.core.runtime import rtsys
+    import numba.cpython.hashing  # noqa: F401  (registers the _Py_HashSecret symbols hashing code links to)
+    rtsys.initialize(target_context)
+    with self._guard_against_spurious_io_errors():
+        return self._load_overload(sig, target_context)
+
+
+def install() -> bool:
+    """Make numba load Loom's cached kernels without its registry refresh; return whether it is in effect.
+
+    Idempotent. Returns False, changing nothing, when ``LOOM_FAST_KERNEL_LOAD=0`` or when numba's ``Cache``
+    lacks the methods this relies on."""
+    global _original
+    if os.environ.get(ENV_VAR, "1").strip() == "0":
+        return False
+    from numba.core import caching
+    cache = caching.Cache
+    if _original is not None:
+        return cache.load_overload is _fast_load_overload
+    needed = ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")
+    if not all(callable(getattr(cache, name, None)) for name in needed):
+        return False
+    _original = cache.load_overload
+    cache.load_overload = _fast_load_overload
+    return True
+
+
+def installed() -> bool:
+    """Whether ``install()`` is in effect in this process."""
+    from numba.core import caching
+    return _original is not None and caching.Cache.load_overload is _fast_load_overload
