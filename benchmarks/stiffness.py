@@ -16,13 +16,22 @@ Scenes (``SCENES``), all at dt = 1/60 s:
 - ``cape``: the cape game's scripted run; strain reported separately inside the headwind zone
   (``wind_worst_pct``) and elsewhere.
 
-A setting is ``SxI`` (S substeps, I sweeps per substep) or ``SxIL<pct>`` (the same with
-``ClothMaterial(strain_limit=pct/100)``: Provot's limit, ``16x2L1`` for 1 %).
+A setting is ``SxI`` (S substeps, I sweeps per substep, the cloth's own options otherwise: yarns on, the material's
+stretch limit) followed by any of: ``g`` plain Gauss–Seidel sweeps (``Cloth.yarns`` off), ``u`` no stretch limit
+(``ClothMaterial.stretch_limit=None``), ``S<pct>`` a stretch limit of pct %, ``L<pct>`` Provot's limit on stretch and
+shear links (``strain_limit``), ``K<α>`` shear compliance α [m/N]. ``16x1`` is the default cloth; ``16x2guK0.001`` is
+the cloth of Loom before issue 17's yarns (plain sweeps, no limit, stiff shear, two sweeps).
+
+Besides the strain a player sees (after every system of the step), each record gives the strain the solve and the
+collisions leave, after the second pass of the yarns and before the stretch limit runs (``pre_limit_worst_pct``,
+``pre_limit_p99_pct``, at each step's last substep) and the limit's work (``limit_passes``: link checks per limited link per substep, 1.0 = one check each):
+what the solver does and what the limit catches. The summary line names the cheapest setting with worst strain ≤ 2 %
+both after the limit (``cheapest_2pct``) and before it (``cheapest_2pct_before_limit``).
 
 ``--solver vbd`` runs the same scenes with Vertex Block Descent in XPBD's place (benchmarks/vbd.py: links
 only, ``--vbd-stiffness`` [N/m] for inextensible links, ``--vbd-rho`` its Chebyshev acceleration).
 
-Run: python -m loom.benchmarks stiffness [--scene sphere table] [--setting 16x2 64x1 16x2L2 ...] [--n 64]
+Run: python -m loom.benchmarks stiffness [--scene sphere table] [--setting 16x2 64x1 16x2gu ...] [--n 64]
      [--threads 1] [--solver xpbd|vbd] [--vbd-stiffness 1e4] [--vbd-rho 0]
 """
 from __future__ import annotations
@@ -30,20 +39,27 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from loom.benchmarks import vbd
 from loom.components import STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, Wind
-from loom.engine import App, mesh
+from loom.engine import App, Stage, mesh
 from loom.systems import DefaultPlugins
+from loom.systems.sets import ClothSet
+from loom.systems.shared.distance_limits import DeformationLimits
 
 REST_STEPS = 30
 """The last steps of a run, whose worst strain is the strain at rest."""
-SETTINGS = ("16x2", "32x1", "64x1", "128x1", "16x2L2", "32x1L2")
-"""Default settings swept: substeps × sweeps per substep (the default is 16 × 2), L: Provot's limit [%]."""
+SETTINGS = ("16x1", "8x1", "8x2", "16x2", "32x1", "16x1u", "16x1g", "16x2guK0.001", "32x1guK0.001",
+            "64x1guK0.001")
+"""Default settings swept (``parse_setting``): the default cloth (16 × 1) and cheaper or dearer, without its limit,
+without yarns, and Loom's cloth before issue 17 (plain sweeps, no limit, stiff shear; 16 × 2 was its default) at
+16 × 2, 32 × 1 and 64 × 1."""
 SOLVERS = ("xpbd", "vbd")
 """``--solver``: Loom's XPBD, or Vertex Block Descent in its place (benchmarks/vbd.py)."""
 
@@ -116,30 +132,98 @@ def _penetration(app: App) -> float:
     return max(deepest, 0.0)
 
 
-def parse_setting(setting: str) -> tuple[int, int, float | None]:
-    """``"16x2"`` → (16, 2, None); ``"16x2L1.5"`` → (16, 2, 0.015). ValueError naming the text otherwise."""
-    head, _, limit = setting.partition("L")
-    parts = head.split("x")
+_SETTING = re.compile(r"^(\d+)x(\d+)((?:[gu]|[SLK][0-9.eE+-]+)*)$")
+_OPTION = re.compile(r"[gu]|[SLK][0-9.eE+-]+")
+
+
+class Setting(NamedTuple):
+    """A parsed ``--setting`` (``parse_setting``)."""
+
+    substeps: int
+    iterations: int
+    strain_limit: float | None
+    """Provot's limit on stretch and shear links [-] (``L``), or None."""
+    yarns: bool = True
+    """False: plain Gauss–Seidel sweeps (``g``)."""
+    stretch_limit: float | None | str = "material"
+    """The stretch limit [-] (``S``), None (``u``), or "material": the cloth's own."""
+    shear_compliance: float | None = None
+    """Shear compliance [m/N] (``K``), or None: the cloth's own."""
+
+
+def parse_setting(setting: str) -> Setting:
+    """``"16x2"`` → Setting(16, 2, None); ``"16x2L1.5"`` → strain limit 0.015; ``"16x2guK0.001"`` → plain sweeps, no
+    stretch limit, shear compliance 1e-3 m/N. ValueError naming the text otherwise."""
     try:
-        substeps, iterations = int(parts[0]), int(parts[1])
-        strain_limit = float(limit) / 100.0 if limit else None
-        if len(parts) != 2 or substeps < 1 or iterations < 1 or (strain_limit is not None and not
-                                                                     0.0 <= strain_limit < 10.0):
+        match = _SETTING.match(setting)
+        if match is None:
             raise ValueError
-    except (ValueError, IndexError):
-        raise ValueError(f"setting {setting!r}: expected substeps x sweeps with an optional limit in %, "
-                         f"e.g. 16x2 or 16x2L1") from None
-    return substeps, iterations, strain_limit
+        values: dict = {}
+        for option in _OPTION.findall(match.group(3)):
+            if option == "g":
+                values["yarns"] = False
+            elif option == "u":
+                values["stretch_limit"] = None
+            else:
+                number = float(option[1:])
+                if not (math.isfinite(number) and 0.0 <= number):
+                    raise ValueError
+                key = {"S": "stretch_limit", "L": "strain_limit", "K": "shear_compliance"}[option[0]]
+                values[key] = number / 100.0 if option[0] in "SL" else number
+        parsed = Setting(int(match.group(1)), int(match.group(2)), values.pop("strain_limit", None), **values)
+        if parsed.substeps < 1 or parsed.iterations < 1 or (parsed.strain_limit is not None and parsed.strain_limit >= 10):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"setting {setting!r}: expected substeps x sweeps, then any of g (plain sweeps), u (no "
+                         f"stretch limit), S<pct>, L<pct>, K<shear compliance>, e.g. 16x2, 16x2L1 or 16x2guK0.001"
+                         ) from None
+    return parsed
+
+
+def _configure(cloth: Cloth, setting: Setting) -> None:
+    """Apply ``setting``'s sweeps and options to ``cloth``."""
+    cloth.iterations = setting.iterations
+    cloth.yarns = setting.yarns
+    changes: dict = {}
+    if setting.strain_limit is not None:
+        changes["strain_limit"] = setting.strain_limit
+    if setting.stretch_limit != "material":
+        changes["stretch_limit"] = setting.stretch_limit
+    if setting.shear_compliance is not None:
+        changes["shear_compliance"] = setting.shear_compliance
+    if changes:
+        cloth.material = cloth.material.replace(**changes)
+
+
+class _BeforeLimit:
+    """Systems around the stretch limit: the strain each step's last substep leaves before it, and its work."""
+
+    def __init__(self, app: App) -> None:
+        self.strains: list[np.ndarray] = []
+        self.passes: list[float] = []
+        app.add_system(self.measure, Stage.SUBSTEP, after="settle_yarns", before="limit_links")
+        app.add_system(self.count, Stage.SUBSTEP, after=ClothSet.SETTLE, before=ClothSet.UPDATE)
+
+    def measure(self, app: App, h: float) -> None:
+        if app.clock.substep_index == app.clock.substeps - 1:
+            self.strains.append(np.concatenate([c.strain(STRETCH) for _, c in app.query(Cloth)]))
+
+    def count(self, app: App, h: float) -> None:
+        limits = app.resources.get(DeformationLimits)
+        for _, cloth in app.query(Cloth):
+            limit = None if limits is None else limits.of(cloth)
+            if limit is not None:
+                self.passes.append(limit.passes)
 
 
 def run(scene: str, setting: str, *, n: int, threads: int, steps: int | None = None, solver: str = "xpbd",
         vbd_stiffness: float = vbd.STIFFNESS, vbd_rho: float = 0.0) -> dict:
     """Run ``scene`` under ``setting`` (``parse_setting``) for ``steps`` (None: the scene's own) with ``solver``
     (xpbd, or vbd: ``vbd.use_vbd`` with ``vbd_stiffness`` and ``vbd_rho``); return the JSON record."""
-    substeps, iterations, strain_limit = parse_setting(setting)
+    chosen = parse_setting(setting)
     build, scene_steps = SCENES[scene]
     steps = scene_steps if steps is None else max(steps, REST_STEPS + 2)
-    app = App(dt=1 / 60, substeps=substeps, threads=threads)
+    app = App(dt=1 / 60, substeps=chosen.substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
     if solver == "vbd":
         vbd.use_vbd(app, stiffness=vbd_stiffness, rho=vbd_rho)
@@ -147,11 +231,11 @@ def run(scene: str, setting: str, *, n: int, threads: int, steps: int | None = N
         raise ValueError(f"solver = {solver!r}: expected one of {', '.join(SOLVERS)}")
     drive = build(app, n)
     for _, cloth in app.query(Cloth):
-        cloth.iterations = iterations
-        if strain_limit is not None:
-            cloth.material = cloth.material.replace(strain_limit=strain_limit)
+        _configure(cloth, chosen)
+    before_limit = _BeforeLimit(app)
     drive(0)
     app.step(1)                                     # compile or load kernels outside the timer
+    before_limit.strains.clear()
     strains: list[np.ndarray] = []
     wind: list[np.ndarray] = []
     rest = 0.0
@@ -171,11 +255,17 @@ def run(scene: str, setting: str, *, n: int, threads: int, steps: int | None = N
     nan = any(not np.isfinite(c.x).all() for _, c in app.query(Cloth))
     app.close()
     calm = np.concatenate(strains) if strains else np.zeros(1)
-    record = {"scene": scene, "n": n, "setting": setting, "solver": solver, "substeps": substeps, "iterations": iterations,
-              "strain_limit": strain_limit, "threads": threads, "steps": steps - 1,
-              "ms_per_step": round(1000 * elapsed / (steps - 1), 3),
+    pre = np.concatenate(before_limit.strains) if before_limit.strains else np.zeros(1)
+    stretch_limit = cloth.material.stretch_limit
+    record = {"scene": scene, "n": n, "setting": setting, "solver": solver, "substeps": chosen.substeps,
+              "iterations": chosen.iterations, "yarns": chosen.yarns, "stretch_limit": stretch_limit,
+              "strain_limit": chosen.strain_limit, "shear_compliance": cloth.material.shear_compliance,
+              "threads": threads, "steps": steps - 1, "ms_per_step": round(1000 * elapsed / (steps - 1), 3),
               "worst_pct": round(100 * float(calm.max()), 3), "p99_pct": round(100 * float(np.percentile(calm, 99)), 3),
-              "rest_pct": round(100 * rest, 3), "penetration_mm": round(1000 * penetration, 2), "nan": nan}
+              "rest_pct": round(100 * rest, 3), "pre_limit_worst_pct": round(100 * float(pre.max()), 3),
+              "pre_limit_p99_pct": round(100 * float(np.percentile(pre, 99)), 3),
+              "limit_passes": round(float(np.mean(before_limit.passes)), 3) if before_limit.passes else 0.0,
+              "penetration_mm": round(1000 * penetration, 2), "nan": nan}
     if solver == "vbd":
         record.update(vbd_stiffness=vbd_stiffness, vbd_rho=vbd_rho)
     if wind:
@@ -214,10 +304,13 @@ def main(argv: list[str] | None = None) -> None:
                          vbd_stiffness=args.vbd_stiffness, vbd_rho=args.vbd_rho)
             records.append(record)
             print(json.dumps(record), flush=True)
-        ok = [r for r in records if r["worst_pct"] <= 2.0 and not r["nan"]]
-        best = min(ok, key=lambda r: r["ms_per_step"]) if ok else None
-        print(json.dumps({"scene": scene, "cheapest_2pct": best["setting"] if best else None,
-                          "ms_per_step": best["ms_per_step"] if best else None}), flush=True)
+        summary: dict = {"scene": scene}
+        for key, worst in (("cheapest_2pct", "worst_pct"), ("cheapest_2pct_before_limit", "pre_limit_worst_pct")):
+            ok = [r for r in records if r[worst] <= 2.0 and r["worst_pct"] <= 2.0 and not r["nan"]]
+            best = min(ok, key=lambda r: r["ms_per_step"]) if ok else None
+            summary[key] = best["setting"] if best else None
+            summary[key.replace("cheapest", "ms_per_step")] = best["ms_per_step"] if best else None
+        print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":

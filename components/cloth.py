@@ -85,14 +85,21 @@ class Cloth(Revisioned):
     fixed once built (replace the component to switch)."""
     settings: Any = None
     """The model's settings (VerletSettings, MassSpringSettings, ImplicitSettings); None: defaults."""
-    iterations: int = 2
-    """Constraint sweeps per substep [-]; with the default 16 substeps, 2 keep a falling 32×32 sheet
-    under 1.4 % strain and a hanging one under 0.5 %. Raise substeps before sweeps."""
+    iterations: int = 1
+    """Constraint sweeps per substep [-] (XPBD: each a Gauss–Seidel pass over the links and bend quads, then the
+    yarns; after the collisions the yarns run once more). With the default 16 substeps, 1 keeps a 64² sheet draped
+    over a ball or a table within 2 % while it lands and 0.1–0.5 % at rest (docs/models.md, "Stiffness").
+    Raise substeps before sweeps."""
     tethers: bool = True
     """Long-range attachments (Kim et al. 2012): no particle drifts farther from its pinned
     particles than in the rest shape. Cures super-elastic sag at high resolution for little cost."""
     tether_count: int = 2
     """Pinned particles each free particle is tethered to (the nearest in rest space)."""
+    yarns: bool = True
+    """XPBD: solve each warp and weft line of stretch links exactly, a tridiagonal system per line, after every
+    sweep (``loom.systems.xpbd.yarns``): a correction crosses the cloth in one sweep instead of one link per
+    sweep, so cloth that hangs from a contact or carries a load stays within a few % stretch. False: plain
+    Gauss–Seidel sweeps (cheaper per sweep, much stretchier where the cloth is not pinned)."""
     self_collision: bool = False
     """Keep this cloth's particles ``material.thickness`` apart from each other and from other
     self-colliding cloths (systems/collision/self_collision.py). Costs about as much as the constraint solve."""
@@ -118,7 +125,7 @@ class Cloth(Revisioned):
     link_max: np.ndarray = field(init=False, repr=False)
     """Provot strain-limit length of each link [m], (c,); inf where no limit applies."""
     link_color_offsets: np.ndarray = field(init=False, repr=False)
-    """Colour slices of the link tables, (colors + 1,) int32."""
+    """Colour slices of the link tables, (colors + 1,) int32; within a colour, stretch links come last."""
     bend_rest_angle: np.ndarray = field(init=False, repr=False)
     """Rest dihedral angle of each bend quad [rad], (b,), colour order."""
     bend_color_offsets: np.ndarray = field(init=False, repr=False)
@@ -133,6 +140,17 @@ class Cloth(Revisioned):
     """Positions at the start of the last substep [m], (n, 3)."""
     force: np.ndarray = field(init=False, repr=False)
     """External forces for this step [N], (n, 3): wind and user forces add here; cleared after each step."""
+    contact: np.ndarray = field(init=False, repr=False)
+    """What each particle touched in the last substep, (n, 4): the collider's outward unit normal (columns 0–2, [-])
+    and in column 3 1.0 if that collider was at rest (moved less than a tenth of the contact reach), 0.0 if it moved;
+    −1.0 and no normal if it touched only two-way bodies (``Collider.two_way``: they give way, and the contact's push
+    back is their impulse); 2.0 and no normal if the particle was squeezed out of a pinch;
+    all zero where it touched nothing. Written by environment collision. XPBD's yarn solve and stretch limit let
+    such a particle slide along the surface but not into it: right after the collisions, and in the next substep's
+    solve for a collider at rest (a moving one may have left), so a yarn pulled over a table's rim is not pulled
+    into the rim by the solve and pushed back out by the contact (which left the links at the rim 2–3 % long every
+    substep). After the collisions a yarn touching a two-way body is not solved again, and a squeezed-out particle
+    does not move."""
 
     # --- solver internals (XPBD multipliers, tethers, the guard's counter) ---------------------
     link_lambda: np.ndarray = field(init=False, repr=False)
@@ -200,6 +218,7 @@ class Cloth(Revisioned):
         self.iterations = integer(owner, "iterations", self.iterations, low=1)
         self.tether_count = integer(owner, "tether_count", self.tether_count, low=1)
         self.tethers = bool(self.tethers)
+        self.yarns = bool(self.yarns)
         self.self_collision = bool(self.self_collision)
         choice(owner, "self_collision_mode", self.self_collision_mode, SELF_COLLISION_MODES)
         self._build_links(links, self.link_kind)
@@ -213,6 +232,7 @@ class Cloth(Revisioned):
         self.v = np.zeros_like(self.x)
         self.x_prev = self.x.copy()
         self.force = np.zeros_like(self.x)
+        self.contact = np.zeros((n, 4))
         self.tether_offsets = np.zeros(n + 1, np.int32)
         self.tether_anchor = np.zeros(0, np.int32)
         self.tether_length = np.zeros(0)
@@ -224,6 +244,19 @@ class Cloth(Revisioned):
                                  f"and the systems' index of cloths by model follow it); to switch, replace the "
                                  f"component: app.add_component(entity, Cloth.from_mesh(..., model={value!r}))")
         super().__setattr__(name, value)
+        if name == "material" and "link_compliance" in self.__dict__:
+            self._link_material()
+
+    def _link_material(self) -> None:
+        """Each link's compliance and limit from the material by kind: ``link_compliance`` in place (the solvers
+        hold it), ``link_max`` a new array (the deformation limit rebuilds its tables for a new one). Runs when
+        the cloth is built and whenever ``material`` is assigned, so a fabric switched live behaves as built."""
+        m = self.material
+        kinds = self.link_kind[self.link_order]
+        compliance = np.array([m.stretch_compliance, m.shear_compliance, m.bend_compliance])[kinds]
+        self.link_compliance[:] = compliance
+        limit = np.array([min(_limit(m.strain_limit), _limit(m.stretch_limit)), _limit(m.strain_limit), np.inf])
+        object.__setattr__(self, "link_max", np.ascontiguousarray(self.link_rest * limit[kinds]))
 
     def _build_links(self, links: np.ndarray, kinds: np.ndarray) -> None:
         """Derive rest lengths, compliances and strain limits, then store the links in colour order."""
@@ -237,17 +270,17 @@ class Cloth(Revisioned):
             k = int(zero[0])
             raise ValueError(f"Cloth.links[{k}] = {links[k].tolist()}: rest length {rest[k]:.3g} m; "
                              f"particles of a link must not coincide in the rest shape")
-        m = self.material
-        compliance = np.array([m.stretch_compliance, m.shear_compliance, m.bend_compliance])[kinds]
-        limit = np.inf if m.strain_limit is None else 1.0 + m.strain_limit
-        link_max = np.where(kinds == BEND, np.inf, rest * limit)
         order, self.link_color_offsets = color_order(links, self.particle_count)
+        # inside each colour the stretch links come last, so a solve that takes them in yarns
+        # (loom.systems.xpbd.yarns) sweeps each colour's other links as one slice
+        colour = np.repeat(np.arange(self.link_color_offsets.shape[0] - 1), np.diff(self.link_color_offsets))
+        order = order[np.lexsort((kinds[order] == STRETCH, colour))]
         self.link_order = order
         self.link_i = np.ascontiguousarray(links[order, 0])
         self.link_j = np.ascontiguousarray(links[order, 1])
         self.link_rest = np.ascontiguousarray(rest[order])
-        self.link_compliance = np.ascontiguousarray(compliance[order])
-        self.link_max = np.ascontiguousarray(link_max[order])
+        self.link_compliance = np.zeros(links.shape[0])
+        self._link_material()
         self.link_lambda = np.zeros(links.shape[0])
 
     def _build_bends(self, quads: np.ndarray) -> None:
@@ -261,8 +294,8 @@ class Cloth(Revisioned):
     # --- constructors ---------------------------------------------------------------------------
     @classmethod
     def from_mesh(cls, mesh: Mesh, material: ClothMaterial | str = "cotton", *, model: str = "xpbd",
-                  settings: Any = None, iterations: int = 2, tethers: bool = True, self_collision: bool = False,
-                  self_collision_mode: str = "particle", precision: str = "float64",
+                  settings: Any = None, iterations: int = 1, tethers: bool = True, yarns: bool = True,
+                  self_collision: bool = False, self_collision_mode: str = "particle", precision: str = "float64",
                   **material_changes: Any) -> Cloth:
         """Build a cloth from ``mesh``: masses by Fuhrmann 2003 eq. 1, links from the mesh's
         stretch, shear and bend tables (bend quads for ``bend_model="dihedral"``).
@@ -284,7 +317,7 @@ class Cloth(Revisioned):
         kinds = np.concatenate([np.full(len(t), k, np.int8) for k, t in enumerate(tables)])
         return cls(x=mesh.positions, mass=mesh.vertex_masses(material.density), links=links, link_kind=kinds,
                    triangles=mesh.triangles, bend_quads=mesh.bend_quads, rest_uv=mesh.uv, material=material,
-                   model=model, settings=settings, iterations=iterations, tethers=tethers,
+                   model=model, settings=settings, iterations=iterations, tethers=tethers, yarns=yarns,
                    self_collision=self_collision, self_collision_mode=self_collision_mode, precision=precision)
 
     @classmethod
@@ -389,6 +422,7 @@ Cloth._fields = {
     "iterations": Int(1),
     "tethers": Flag(),
     "tether_count": Int(1),
+    "yarns": Flag(),
     "self_collision": Flag(),
     "self_collision_mode": Choice(SELF_COLLISION_MODES),
     "link_order": Arr(("c",), "i", dtype=np.int64, count="c"),
@@ -403,6 +437,7 @@ Cloth._fields = {
     "base_inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
     "v": Arr(("n", 3), dtype="state", unit=" [m/s]"),
     "x_prev": Arr(("n", 3), dtype="state", unit=" [m]"),
+    "contact": Arr(("n", 4), unit=" [-]"),
     "force": Arr(("n", 3), dtype="state", unit=" [N]"),
     "link_lambda": Arr(("c",)),
     "bend_lambda": Arr(("b",)),
@@ -444,3 +479,8 @@ def dihedral_angles(x: np.ndarray, quads: np.ndarray) -> np.ndarray:
     sin = np.einsum("ij,ij->i", np.cross(n0, n1), unit)
     cos = np.einsum("ij,ij->i", n0, n1)
     return np.arctan2(sin, cos)
+
+
+def _limit(fraction: float | None) -> float:
+    """A link's longest length as a multiple of its rest length [-] for a limit ``fraction`` (None: no limit)."""
+    return np.inf if fraction is None else 1.0 + fraction

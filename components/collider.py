@@ -197,6 +197,11 @@ class Collider(Checked):
     """Coulomb friction coefficient [-]: 0 ice, 0.3 polished wood, 0.6 cloth on wood, 1 rubber."""
     active: bool = True
     """Switch the collider off without removing the component (components are not added per frame)."""
+    two_way: bool = False
+    """The collider's body gives way to the cloth (a two-way pymunk body; the bridge sets it): the cloth solve may
+    press cloth into it and the contact's push back out is the body's impulse, so the yarns are not solved again
+    after the collisions where they touch it. False (static and moving level geometry): a particle touching it
+    slides along it in the yarn solve and the stretch limit, never into it (``Cloth.contact``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.shape, SHAPES):
@@ -205,6 +210,7 @@ class Collider(Checked):
         self.thickness = real("Collider", "thickness", self.thickness, low=0.0, unit=" [m]")
         self.friction = real("Collider", "friction", self.friction, low=0.0, unit=" [-]")
         self.active = bool(self.active)
+        self.two_way = bool(self.two_way)
 
 
 def _vertices(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
@@ -252,6 +258,7 @@ Collider._fields = {
     "thickness": Real(0.0, unit=" [m]"),
     "friction": Real(0.0, unit=" [-]"),
     "active": Flag(),
+    "two_way": Flag(),
 }
 
 
@@ -290,8 +297,8 @@ class ColliderSet:
       polygons (P, 2) [m] all prism polygons; meshes and mesh_arrays, the TriangleMeshes and their
       concatenated vertices, triangles and grids; impulse (k, 3) [N·s] and impulse_point (k, 4)
       (Σ|J|·point, Σ|J|) that cloth contacts of every model (substepped and implicit) pushed into each
-      collider this step (two-way coupling); touching, the collider entities cloth touched in the last
-      step (for ``collision_started`` events)."""
+      collider this step (two-way coupling); two_way (k,) bool, ``Collider.two_way``; touching, the collider
+      entities cloth touched in the last step (for ``collision_started`` events)."""
 
     def __init__(self) -> None:
         self.entities = np.zeros(0, np.int64)
@@ -299,6 +306,7 @@ class ColliderSet:
         self.params = np.zeros((0, 4))
         self.margin = np.zeros(0)
         self.friction = np.zeros(0)
+        self.two_way = np.zeros(0, np.bool_)
         self.pose0 = np.zeros((0, 7))
         self.pose1 = np.zeros((0, 7))
         self.mesh = np.zeros(0, np.int32)

@@ -28,7 +28,11 @@ class ClothMaterial(FrozenChecked):
     stretch_compliance: float = 0.0
     """Compliance of structural links [m/N]; 0 = inextensible (woven cloth)."""
     shear_compliance: float = 1e-3
-    """Compliance of shear (diagonal) links [m/N]."""
+    """Compliance of shear (diagonal) links [m/N]. Woven cloth shears far more easily than it stretches (its
+    yarns turn at their crossings), and a mesh cannot fold finer than its spacing, so where real cloth forms
+    small folds (over a ball, at a table's rim) the mesh must shear instead; stiff shear locks a draped grid
+    and leaves it stretched (a 64² sheet on a ball: 6 % at rest with 1e-3, 0.5 % with 1; docs/models.md). The
+    woven presets are soft in shear (cotton 1); a bare ClothMaterial keeps Loom's older stiff 1e-3."""
     bend_compliance: float = 0.5
     """Compliance of distance bending links [m/N] (bend_model="distance")."""
     bend_angle_compliance: float = 50.0
@@ -45,7 +49,15 @@ class ClothMaterial(FrozenChecked):
     """Coulomb friction coefficient [-] against colliders and itself: 0 ice, 0.3 silk, 0.6 cotton, 1 rubber."""
     strain_limit: float | None = None
     """Provot 1995 deformation limit [-]: structural and shear links never exceed (1 + limit) × rest
-    length (0.1 = 10 %); None turns it off. Useful with a compliant stretch."""
+    length (0.1 = 10 %) at the end of a substep; None turns it off. Useful with a compliant stretch."""
+    stretch_limit: float | None = None
+    """Longest a structural (warp or weft) link may be at the end of a substep, beyond its rest length [-]:
+    Provot 1995's deformation limit on the stretch links alone (woven yarns lock at a few %), run after the
+    collisions, so nothing a contact does in a substep leaves a link longer. The woven presets (cotton, silk,
+    denim, leather) set 0.02: their solve keeps cloth far below it (p99 well under 1 % in docs/models.md's scenes)
+    and it catches the few links a violent contact overstretches. None (a bare ClothMaterial, rubber): off, for
+    cloth meant to stretch with its stretch compliance (a limit below that stretch would fight it every substep).
+    A cloth that can tear ignores it and keeps only ``strain_limit`` (``loom.systems.xpbd.constraints.limit_links``)."""
 
     def __post_init__(self) -> None:
         owner = "ClothMaterial"
@@ -57,8 +69,9 @@ class ClothMaterial(FrozenChecked):
         real(owner, "damping", self.damping, low=0.0, unit=" [1/s]")
         real(owner, "thickness", self.thickness, low=0.0, low_open=True, unit=" [m]")
         real(owner, "friction", self.friction, low=0.0, unit=" [-]")
-        if self.strain_limit is not None:
-            real(owner, "strain_limit", self.strain_limit, low=0.0, unit=" [-] (None turns it off)")
+        for name in ("strain_limit", "stretch_limit"):
+            if getattr(self, name) is not None:
+                real(owner, name, getattr(self, name), low=0.0, unit=" [-] (None turns it off)")
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> ClothMaterial:
@@ -73,14 +86,17 @@ class ClothMaterial(FrozenChecked):
         return dataclasses.replace(self, **changes)
 
 
+WOVEN_STRETCH_LIMIT = 0.02
+"""The woven presets' ``stretch_limit`` [-]: cotton and linen yarns lock at 1–3 % (the issue-17 brief's figure)."""
+
 PRESETS: dict[str, ClothMaterial] = {
-    "cotton": ClothMaterial(),
-    "silk": ClothMaterial(density=0.06, shear_compliance=1e-2, bend_compliance=5.0, bend_angle_compliance=500.0,
-                          damping=0.3, thickness=0.006, friction=0.3),
-    "denim": ClothMaterial(density=0.4, shear_compliance=1e-4, bend_compliance=0.05, bend_angle_compliance=5.0,
-                           damping=0.8, thickness=0.012, friction=0.6),
-    "leather": ClothMaterial(density=0.9, shear_compliance=1e-5, bend_compliance=5e-3, bend_angle_compliance=0.5,
-                             damping=1.0, thickness=0.015, friction=0.7),
+    "cotton": ClothMaterial(shear_compliance=1.0, stretch_limit=WOVEN_STRETCH_LIMIT),
+    "silk": ClothMaterial(density=0.06, shear_compliance=0.3, bend_compliance=5.0, bend_angle_compliance=500.0,
+                          damping=0.3, thickness=0.006, friction=0.3, stretch_limit=WOVEN_STRETCH_LIMIT),
+    "denim": ClothMaterial(density=0.4, shear_compliance=0.3, bend_compliance=0.05, bend_angle_compliance=5.0,
+                           damping=0.8, thickness=0.012, friction=0.6, stretch_limit=WOVEN_STRETCH_LIMIT),
+    "leather": ClothMaterial(density=0.9, shear_compliance=0.03, bend_compliance=5e-3, bend_angle_compliance=0.5,
+                             damping=1.0, thickness=0.015, friction=0.7, stretch_limit=WOVEN_STRETCH_LIMIT),
     "rubber": ClothMaterial(density=1.2, stretch_compliance=1e-3, shear_compliance=1e-3, bend_compliance=0.02,
                             bend_angle_compliance=2.0, damping=0.4, thickness=0.01, friction=1.0, strain_limit=0.5),
 }

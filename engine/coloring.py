@@ -17,23 +17,33 @@ def color_order(elements: np.ndarray, particle_count: int) -> tuple[np.ndarray, 
     colour); ``color_offsets`` (colors + 1,) int32 gives colour c the slice offsets[c]:offsets[c+1]."""
     # C-ordered int32 and writeable: a read-only array is another numba signature, compiled again (0.6 s cold)
     elements = np.require(elements, np.int32, ["C", "W"])
-    if elements.shape[0] == 0:
+    m, k = elements.shape
+    return color_groups(elements.reshape(-1), np.arange(0, m * k + 1, max(k, 1), dtype=np.int64)[:m + 1],
+                        particle_count)
+
+
+def color_groups(particles: np.ndarray, offsets: np.ndarray, particle_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``color_order`` for groups of any size: group g is ``particles[offsets[g]:offsets[g + 1]]`` (a yarn of a
+    cloth, ``loom.systems.xpbd.yarns``). Returns (order (groups,) int64, color_offsets (colors + 1,) int32)."""
+    particles = np.require(particles, np.int32, ["C", "W"])
+    offsets = np.require(offsets, np.int64, ["C", "W"])
+    if offsets.shape[0] <= 1:
         return np.zeros(0, np.int64), np.zeros(1, np.int32)
-    colors = _greedy_colors(elements, particle_count)
+    colors = _greedy_colors(particles, offsets, particle_count)
     order = np.argsort(colors, kind="stable")
     counts = np.bincount(colors)
-    offsets = np.zeros(counts.size + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    return order, offsets
+    color_offsets = np.zeros(counts.size + 1, np.int32)
+    np.cumsum(counts, out=color_offsets[1:])
+    return order, color_offsets
 
 
 @numba.njit(cache=True)
-def _greedy_colors(elements, particle_count):
-    """Give each element the smallest colour unused by its particles (first fit, in element order).
+def _greedy_colors(particles, offsets, particle_count):
+    """Give each group the smallest colour unused by its particles (first fit, in group order).
 
-    elements (m, k) int32; returns (m,) int64 colours. Each particle keeps a 64-bit mask per block
-    of 64 colours, so any number of colours is possible."""
-    m, k = elements.shape
+    Group g is particles[offsets[g]:offsets[g + 1]] (int32, int64 offsets); returns (groups,) int64 colours.
+    Each particle keeps a 64-bit mask per block of 64 colours, so any number of colours is possible."""
+    m = offsets.shape[0] - 1
     blocks = 1
     used = np.zeros((particle_count, blocks), np.uint64)
     colors = np.empty(m, np.int64)
@@ -48,15 +58,15 @@ def _greedy_colors(elements, particle_count):
                 used = grown
                 blocks *= 2
             mask = np.uint64(0)
-            for a in range(k):
-                mask |= used[elements[e, a], block]
+            for a in range(offsets[e], offsets[e + 1]):
+                mask |= used[particles[a], block]
             if mask != np.uint64(0xFFFFFFFFFFFFFFFF):
                 bit = 0
                 while (mask >> np.uint64(bit)) & np.uint64(1):
                     bit += 1
                 colors[e] = block * 64 + bit
-                for a in range(k):
-                    used[elements[e, a], block] |= np.uint64(1) << np.uint64(bit)
+                for a in range(offsets[e], offsets[e + 1]):
+                    used[particles[a], block] |= np.uint64(1) << np.uint64(bit)
                 break
             block += 1
     return colors

@@ -511,7 +511,8 @@ def _collider_set(state: Any, entities: set[int]) -> dict[str, Any]:
     if type(touching) is not set or not touching <= entities:
         raise FormatError("ColliderSet.touching: expected a set of loaded entity ids")
     fresh.update(entities=ids, touching=touching, kind=np.zeros(k, np.int32), params=np.zeros((k, 4)),
-                 margin=np.zeros(k), friction=np.zeros(k), pose0=np.zeros((k, 7)), mesh=np.full(k, -1, np.int32))
+                 margin=np.zeros(k), friction=np.zeros(k), two_way=np.zeros(k, np.bool_), pose0=np.zeros((k, 7)),
+                 mesh=np.full(k, -1, np.int32))
     return fresh
 
 

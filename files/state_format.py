@@ -157,7 +157,7 @@ def loom_classes() -> tuple[type, ...]:
         environment.ContactScratch, self_collision.SelfCollisionBuffers, self_collision.Buffers,
         self_collision.Contacts, guard.Recovery, guard.StepSnapshot, pins.PinBatch, pins.PinTargetBatch,
         predict.ForceBatch, predict.IntegrationBatch, xpbd_constraints.ConstraintTables,
-        xpbd_constraints.ConstraintBatch, xpbd_constraints.AnchorBatch,
+        xpbd_constraints.ConstraintBatch, xpbd_constraints.AnchorBatch, xpbd_constraints.ProvotBounds,
         mass_spring.MassSpringScratch, mass_spring.SpringState, mass_spring.SpringTables,
         verlet.VerletScratch, verlet._VerletTables, DeformationLimits,
         solver.ImplicitWorkspaces, solver.ImplicitWorkspace, solver.HeldParts, block_sparse.BlockPattern,

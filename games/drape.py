@@ -101,7 +101,7 @@ def drape_report(app: App) -> dict:
     return {"model": app.get(drape.cloth, Cloth).model, "bending": drape.bending}
 
 
-FIRST_LAUNCH_COMPILES = 82
+FIRST_LAUNCH_COMPILES = 104
 """Functions numba compiles in a first launch's first 10 frames (an empty cache, a window): the loading view's
 progress is a fraction of it. Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """

@@ -138,7 +138,7 @@ def toggle_breeze(app: App, dt: float) -> None:
             wind.active = not wind.active
 
 
-FIRST_LAUNCH_COMPILES = 54
+FIRST_LAUNCH_COMPILES = 67
 """Functions numba compiles in a first launch's first 10 frames (an empty cache, a window): the loading view's
 progress is a fraction of it. Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """

@@ -8,7 +8,7 @@ class ClothSet(enum.Enum):
     """System sets of the cloth pipeline, in run order within their stage.
 
     PRE_STEP:  SAVE → PIN_TARGETS → TETHERS → FORCES → SOLVE_STEP (whole-step solvers: implicit)
-    SUBSTEP:   PREDICT → PIN → CONSTRAIN → COLLIDE → SELF_COLLIDE → UPDATE
+    SUBSTEP:   PREDICT → PIN → CONSTRAIN → COLLIDE → SELF_COLLIDE → SETTLE → UPDATE
     POST_STEP: GUARD → CLEAR
     """
 
@@ -22,6 +22,7 @@ class ClothSet(enum.Enum):
     CONSTRAIN = "constrain"
     COLLIDE = "collide"
     SELF_COLLIDE = "self_collide"
+    SETTLE = "settle"
     UPDATE = "update"
     GUARD = "guard"
     CLEAR = "clear"
@@ -29,5 +30,5 @@ class ClothSet(enum.Enum):
 
 PRE_STEP_SETS = (ClothSet.SAVE, ClothSet.PIN_TARGETS, ClothSet.TETHERS, ClothSet.FORCES, ClothSet.SOLVE_STEP)
 SUBSTEP_SETS = (ClothSet.PREDICT, ClothSet.PIN, ClothSet.CONSTRAIN, ClothSet.COLLIDE, ClothSet.SELF_COLLIDE,
-                ClothSet.UPDATE)
+                ClothSet.SETTLE, ClothSet.UPDATE)
 POST_STEP_SETS = (ClothSet.GUARD, ClothSet.CLEAR)

@@ -52,8 +52,8 @@ def test_ball_dropped_on_cloth_trampoline_leaves_no_faster_than_it_landed(make_a
     dropped. The cloth's momentum reaches the ball in the step it is given (systems/coupling/pymunk_bridge.py);
     applied a step late it came back 1.036× the impact speed at 16 substeps (the ball rose to 0.55 m from
     0.4 m), two steps late with the game stepping pymunk 1.35× at 4 substeps and 0.4 → 1.8 m at 16. Now, from
-    0.4 m: 0.85× (4 substeps, apex 0.19 m), 0.90× (16, 0.28 m), 0.88× (1 substep of 1/240 s, 0.19 m), the
-    same whoever steps pymunk. The ball gets exactly the momentum the contacts measured, every step."""
+    0.4 m: 0.84× (4 substeps, apex 0.18 m), 0.90× (16, 0.29 m), 0.87× (1 substep of 1/240 s, 0.18 m), the
+    same whoever steps pymunk (with yarns, issue 17; 0.85×, 0.90×, 0.88× before). The ball gets exactly the momentum the contacts measured, every step."""
     app = make_app(dt=dt, substeps=substeps)
     ball, cloth, step = trampoline(app, game_steps=stepper == "game")
     vy, height, lowest_cloth = [], [], 0.0
@@ -80,20 +80,24 @@ def test_ball_dropped_on_cloth_trampoline_leaves_no_faster_than_it_landed(make_a
 @pytest.mark.parametrize("substeps", [4, 16])
 def test_a_ball_set_on_the_trampoline_is_not_pumped(make_app, substeps):
     """Set 1 cm above the bed (the platformer's lockstep: the game steps pymunk), the ball bounces on it for
-    5 s and calms down: it never rises above where it was set, stays on the bed, and its fastest in the last
+    5 s and calms down: it never rises above where it was set, stays on the bed (some of the bed under it at every
+    step; it sinks to 0.60 m below the pins, the free-edged bed wrapping it), and its fastest in the last
     100 steps has under 60 % of the kinetic energy of its fastest in the first 100 (measured: 34 % at 4
     substeps, 46 % at 16). With the cloth's impulses two steps late (the game stepping pymunk) the bed pumped
     it: thrown up to 0.95 m, 31× the peak energy and then through the bed at 4 substeps, up to 16 m at 16."""
     app = make_app(substeps=substeps)
     ball, cloth, step = trampoline(app, game_steps=True, height=0.1)
-    energy, height = [], []
+    energy, height, held = [], [], []
     for _ in range(300):
         step()
         energy.append(0.5 * ball.mass * ball.velocity.length ** 2)          # [J]
         height.append(ball.position.y)
+        under = np.abs(cloth.x[:, 0] - ball.position.x) < 0.04                 # the bed's column under the ball
+        held.append(bool(under.any()) and cloth.x[under, 1].min() < ball.position.y)
     energy, height = np.array(energy), np.array(height)
     assert height.max() <= 0.1, f"the ball rose to {height.max():.3f} m from 0.1 m"
-    assert height.min() > -0.6, f"the ball fell through the bed ({height.min():.2f} m)"
+    assert all(held), f"the ball fell through the bed at step {held.index(False)} ({height.min():.2f} m)"
+    assert height.min() > -0.7, f"the ball sank to {height.min():.2f} m"
     assert energy[-100:].max() < 0.6 * energy[:100].max(), \
         f"kinetic energy peaks {energy[:100].max():.3f} J first, {energy[-100:].max():.3f} J last"
 
@@ -118,9 +122,12 @@ def test_whoever_steps_pymunk_the_ball_bounces_the_same(make_app):
 def test_one_way_body_is_not_pushed_by_cloth(make_app):
     app = make_app()
     ball, cloth, _ = trampoline(app, two_way=False)
-    app.step(60)
+    lowest = 0.0
+    for _ in range(60):                       # the springy bed is dragged down, then swings: its lowest point
+        app.step()
+        lowest = min(lowest, float(cloth.x[:, 1].min()))
     assert ball.position.y < -1.0, f"a one-way ball falls through its own physics, y = {ball.position.y:.3f}"
-    assert cloth.x[:, 1].min() < -0.02, "the cloth still reacts to the ball"
+    assert lowest < -0.02, "the cloth still reacts to the ball"
 
 
 def test_rigid_body_rejects_a_non_body():

@@ -63,6 +63,16 @@ least this with the face's normal: it leaves by that face or along it (not into 
 PINCH_NEAREST = -0.5
 """A pinched particle slides out by the body's nearest face when that face's direction has a cosine of at
 least this with the way out (the shortest way that does not head back under the body)."""
+RESTING = 0.1
+"""A particle touching a collider that moves at most this fraction of the contact reach in the substep is resting
+on it (``Cloth.contact`` column 3): the next substep's XPBD solve keeps it on that surface too. A faster surface (a
+falling ball, a running hero) may be moving away from it, and a particle held to where the surface was would not
+follow it (a one-way ball passing through a bed left the bed bulging upward); its normal serves only the pass
+right after the collisions (``settle_yarns``), when the surface is still where it was met."""
+HELD = 2.0
+"""``Cloth.contact`` column 3 of a particle squeezed out of a pinch this substep: after the collisions the yarns and
+the stretch limit do not move it (its two colliders' normals do not fit in one column; moved along one, the yarn
+pulled it back under the other: a particle squeezed out from under a box ended 1.5 mm inside it)."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
@@ -83,13 +93,14 @@ def gather_colliders(app: App, dt: float) -> None:
     if same:          # the colliders of the last step: reuse its arrays, its end poses start this step
         entities, kind, params, margin, friction = packed.entities, packed.kind, packed.params, packed.margin, \
             packed.friction
-        pose0, pose1, mesh = packed.pose1, packed.pose0, packed.mesh
+        pose0, pose1, mesh, two_way = packed.pose1, packed.pose0, packed.mesh, packed.two_way
         previous = None
     else:             # colliders came or went: new arrays; each one's last end pose by entity
         previous = {int(e): packed.pose1[r] for r, e in enumerate(packed.entities)}
         entities, kind, params = np.zeros(k, np.int64), np.zeros(k, np.int32), np.zeros((k, 4))
         margin, friction, pose0, pose1 = np.zeros(k), np.zeros(k), np.zeros((k, 7)), np.zeros((k, 7))
         mesh = np.full(k, -1, np.int32)
+        two_way = np.zeros(k, np.bool_)
     polygons: list[np.ndarray] = []
     meshes: list[TriangleMesh] = []
     poly_rows = 0
@@ -98,6 +109,7 @@ def gather_colliders(app: App, dt: float) -> None:
         entities[r] = entity
         margin[r] = collider.thickness
         friction[r] = collider.friction
+        two_way[r] = collider.two_way
         rotation_to_quaternion(transform.rotation, pose1[r, :4])
         pose1[r, 4:] = transform.position
         if previous is not None:
@@ -127,7 +139,7 @@ def gather_colliders(app: App, dt: float) -> None:
             meshes.append(shape)
     packed.entities, packed.kind, packed.params, packed.margin, packed.friction = entities, kind, params, margin, \
         friction
-    packed.pose0, packed.pose1, packed.mesh = pose0, pose1, mesh
+    packed.pose0, packed.pose1, packed.mesh, packed.two_way = pose0, pose1, mesh, two_way
     if polygons or packed.polygons.shape[0]:
         packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
     if packed.mesh_arrays is None or [id(m) for m in meshes] != [id(m) for m in packed.meshes]:
@@ -141,7 +153,8 @@ def gather_colliders(app: App, dt: float) -> None:
         packed.impulse_point = np.zeros((k, 4))
     shapes = Shapes(kind, params, packed.polygons, mesh, *packed.mesh_arrays)
     scratch = app.init_resource(ContactScratch)
-    scratch.colliders = hold(Colliders(shapes, margin, friction, pose0, pose1, packed.impulse, packed.impulse_point))
+    scratch.colliders = hold(Colliders(shapes, margin, friction, pose0, pose1, packed.impulse, packed.impulse_point,
+                                       two_way))
     scratch.basic_only = not bool(np.any((kind == PRISM) | (kind == MESH)))
 
 
@@ -172,7 +185,7 @@ def collide_environment(app: App, h: float) -> None:
         kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
         kernel = kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES]
         kernel(scratch.colliders, scratch.frames, a0, a1, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
-               cloth.x_prev, cloth.x)
+               cloth.x_prev, cloth.x, cloth.contact)
 
 
 class Colliders(NamedTuple):
@@ -192,6 +205,11 @@ class Colliders(NamedTuple):
     """Momentum the cloth gave each collider this step, (k, 3) [N·s] (accumulated)."""
     impulse_point: np.ndarray
     """Σ|j|·(contact point) (3) [N·s·m] and Σ|j| [N·s] per collider, (k, 4) (accumulated)."""
+    two_way: np.ndarray
+    """``Collider.two_way``, (k,) bool: a particle touching such a collider has no normal and −1 in
+    ``Particles.contact`` column 3: the solve and the stretch limit may press it into the body (the body's push
+    back, at the next contact, is the coupling's impulse), and its yarns are not solved again after the collisions
+    (``loom.systems.xpbd.yarns.solve_yarn``)."""
 
 
 class Frames(NamedTuple):
@@ -237,6 +255,10 @@ class Particles(NamedTuple):
     """Cloth thickness [m]."""
     friction: float
     """Cloth friction coefficient [-]."""
+    contact: np.ndarray
+    """What each particle touched this substep, (n, 4): the collider's outward normal and 1.0 if it was at rest
+    (``RESTING``), 0.0 if not; −1.0 (and no normal) if it touched only two-way bodies; ``HELD`` (and no normal) if it
+    was squeezed out of a pinch; zero where it touched nothing; the last collider's where several; ``Cloth.contact``."""
 
 
 class ContactScratch:
@@ -376,7 +398,9 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     n = x.shape[0]
     sd = f.distances[chunk]
     mine = f.mine[chunk]
+    contact = cloth.contact
     for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
+        contact[p, 0] = contact[p, 1] = contact[p, 2] = contact[p, 3] = 0.0
         if inv_mass[p] == 0.0:
             continue
         x0, y0, z0 = x[p, 0], x[p, 1], x[p, 2]          # as the solver left it
@@ -486,6 +510,11 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             mine[c, 5] += jn * wz
             mine[c, 6] += jn
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
+            if not col.two_way[c]:       # the yarns and the limit slide it along this surface
+                contact[p, 0], contact[p, 1], contact[p, 2] = nx, ny, nz
+                contact[p, 3] = 1.0 if motion[c] <= RESTING * reach else 0.0
+            elif contact[p, 3] == 0.0:   # a two-way body: no normal (it gives way), −1
+                contact[p, 3] = -1.0
             maybe = False                # _facing's test on cheap bounds first
             for b_at in range(near.shape[0] if near.shape[0] > 1 else 0):
                 b = near[b_at]
@@ -505,6 +534,8 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             x_prev[p, 1] += uy - y0
             x_prev[p, 2] += uz - z0
             x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
+            contact[p, 0] = contact[p, 1] = contact[p, 2] = 0.0
+            contact[p, 3] = HELD         # where it was squeezed out to: the yarns and the limit leave it there
         else:
             for c_at in range(near.shape[0]):
                 c = near[c_at]
@@ -784,13 +815,14 @@ def _reduce(acc, impulse, impulse_point):
                 impulse_point[c, a] += acc[chunk, c, 3 + a]
 
 
-def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_mass, x_prev, x):
+def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_mass, x_prev, x, contact):
     """Continuous collision, contact and friction of every free particle against every collider.
 
     colliders and frames: the held ``Colliders`` of the step and ``Frames`` (scratch); a0, a1 the
     substep's start and end as fractions of the step; inv_h [1/s]; thickness [m] and friction [-] of
-    the cloth; mass, inv_mass (n,); x_prev, x (n, 3) [m]. Writes x and accumulates the momentum given
-    to each collider in colliders' impulse (k, 3) [N·s] and impulse_point (k, 4).
+    the cloth; mass, inv_mass (n,); x_prev, x (n, 3) [m]. Writes x, what each particle touched (contact (n, 4):
+    ``Particles.contact``) and accumulates the momentum given to each collider in colliders'
+    impulse (k, 3) [N·s] and impulse_point (k, 4).
 
     Particles are independent, so they are split into CHUNKS fixed ranges, each summing its own
     impulses, added up in range order afterwards: the same result whether the ranges run in turn or
@@ -799,7 +831,7 @@ def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_ma
     same code without ``parallel``, runs them in turn, for small cloths, where thread start-up costs
     more than it saves (``PARALLEL_MIN_PARTICLES``)."""
     col, f = colliders.value, frames.value
-    cloth = Particles(x_prev, x, mass, inv_mass, thickness, friction)
+    cloth = Particles(x_prev, x, mass, inv_mass, thickness, friction, contact)
     centre = f.centre
     centre[:] = 0.0
     for p in range(x.shape[0]):

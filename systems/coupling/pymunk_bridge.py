@@ -71,6 +71,11 @@ def sync_bodies(app: App, dt: float) -> None:
         space.space.step(dt)
     for entity, rigid in app.query(RigidBody2D):
         body = rigid.body
+        pushed = _pushed(rigid)
+        for shape_entity in rigid.shape_entities:            # the game may switch two_way or the body's type
+            collider = app.get(shape_entity, Collider)
+            if collider.two_way != pushed:
+                collider.two_way = pushed
         frame = body_units(rigid, pixels)
         if rigid.cloth_shift.any():                  # the last step's in-step displacement (collect_impulses)
             _shift(body, frame, rigid.cloth_shift)
@@ -93,6 +98,11 @@ def sync_bodies(app: App, dt: float) -> None:
                 transform.rotation[:] = ((c, 0.0, s), (s, 0.0, -c), (0.0, 1.0, 0.0))
             else:
                 transform.rotation[:] = ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
+
+
+def _pushed(rigid: RigidBody2D) -> bool:
+    """Whether the cloth pushes ``rigid``'s body back: two-way and dynamic (what ``Coupling.begin`` couples)."""
+    return rigid.two_way and rigid.body.body_type == pymunk.Body.DYNAMIC
 
 
 Units = tuple[float, float, float, float]
@@ -506,7 +516,7 @@ def _bind(app: App, entity: int, rigid: RigidBody2D, frame: Units) -> None:
             raise TypeError(f"RigidBody2D.body has a shape of type {type(shape).__name__}; "
                             f"expected pymunk Circle, Segment or Poly")
         friction = shape.friction if rigid.friction is None else rigid.friction
-        collider = Collider(geometry, thickness=margin, friction=friction)
+        collider = Collider(geometry, thickness=margin, friction=friction, two_way=_pushed(rigid))
         centre, angle = _shape_pose(rigid, shape, frame)
         rigid.shape_entities.append(app.spawn(collider, Transform.from_2d(centre[0], centre[1], angle, rigid.z)))
 

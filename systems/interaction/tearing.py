@@ -190,7 +190,7 @@ def retopologize(cloth: Cloth, triangles: np.ndarray, source: np.ndarray, *, pin
     fresh = Cloth(x=cloth.x[origin], mass=mass, links=links, link_kind=kinds, triangles=tri, bend_quads=quads,
                   rest_x=rest_x, rest_uv=rest_uv, inv_mass=inv_mass, material=cloth.material, model=cloth.model,
                   settings=cloth.settings, iterations=cloth.iterations, tethers=cloth.tethers,
-                  tether_count=cloth.tether_count, self_collision=cloth.self_collision,
+                  tether_count=cloth.tether_count, yarns=cloth.yarns, self_collision=cloth.self_collision,
                   self_collision_mode=cloth.self_collision_mode)
     v, x_prev, force = cloth.v[origin], cloth.x_prev[origin], cloth.force[origin]
     old_colour = np.empty(cloth.link_count, np.int64)

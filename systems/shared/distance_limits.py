@@ -108,6 +108,8 @@ PULL_ANCHORS = 2
 """Anchors each free particle is pulled toward before the link corrections, the nearest along the links
 (``_pull_toward_anchors``). Measured, the sheet benchmark's jittering 64² mass-spring sheet hanging from two
 corners: 10.5 passes' worth of link checks per substep pulling toward the nearest, 8.6 toward both."""
+_NO_CONTACT = np.zeros((0, 4))
+"""``DeformationLimit.apply``'s contacts when the caller has none (a model without them: mass-spring)."""
 MAX_ANCHORS = 64
 """Most anchors (particles of inverse mass 0 with a limited link) whose pairwise reach is computed, one
 Dijkstra search each, when the set of anchors changes (a pin or grab added or released). Above it there is
@@ -191,7 +193,7 @@ class DeformationLimit:
         """Whether ``link_scale`` holds relaxed factors from the last call, (1,)."""
         self._hold()
 
-    def apply(self, max_passes: int, inv_mass: np.ndarray, x: np.ndarray) -> bool:
+    def apply(self, max_passes: int, inv_mass: np.ndarray, x: np.ndarray, contact: np.ndarray = _NO_CONTACT) -> bool:
         """Limit the links of the cloth with ``inv_mass`` (n,) [1/kg] and positions ``x`` (n, 3) [m] (written),
         with at most ``max_passes`` × (limited links) link visits; return True when no link is over its bound.
 
@@ -207,18 +209,29 @@ class DeformationLimit:
         relaxed links can span the gap, a path leaving them is long enough unrelaxed); the stretch is shared
         by the links between the anchors, the rest of the cloth keeps its limit, and the substep spends at
         most ``INFEASIBLE_PASSES`` passes' worth. A call that leaves a link over its bound (relaxed, or the
-        visits ran out) counts in ``unmet`` and is logged to ``loom.limits`` the 1st, 10th, 100th … time."""
+        visits ran out) counts in ``unmet`` and is logged to ``loom.limits`` the 1st, 10th, 100th … time.
+
+        A call in which no link is over its bound ends after one length check per link (``_count_over``): what the
+        rest would do then (within their bounds, the links keep every particle within its path of bounds from each
+        anchor and no two anchors too far apart), and a first launch compiles the limit's kernels only once a link
+        needs them (the cape's first frame: 5 s of compiling less on a 2-core VM). New anchors are found either way,
+        so a steady frame allocates nothing (``_find_reach`` does, when pins come or go)."""
         c = self.link_i.shape[0]
         self.passes, self.over, self.excess, self.stretch = 0.0, 0, 0.0, 1.0
         if c == 0:
             return True
+        if _count_over(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
+            self.passes = 1.0                            # every link checked once, none over: nothing to do
+            if _anchors_changed(inv_mass, self.anchor_mask):
+                self._find_reach()                       # but new anchors are found now, not in a later frame
+            return True
         budget = min(max_passes, INFEASIBLE_PASSES)
         changed, visits, self.over, self.excess, self.stretch = _limit_substep(self.held, max_passes * c,
-                                                                               budget * c, inv_mass, x)
+                                                                               budget * c, inv_mass, x, contact)
         if changed:                                      # a pin or grab came or went: new anchors, then the limit
             self._find_reach()
             changed, visits, self.over, self.excess, self.stretch = _limit_substep(self.held, max_passes * c,
-                                                                                   budget * c, inv_mass, x)
+                                                                                   budget * c, inv_mass, x, contact)
         self.passes = visits / c
         if self.over == 0:
             return True
@@ -366,7 +379,7 @@ def relax_distances(max_passes, link_i, link_j, link_lo, link_hi, inv_mass, x):
 
 @numba.njit(cache=True)
 def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, link_scale, inv_mass, offsets,
-                  neighbours, queue, queued, x):
+                  neighbours, queue, queued, x, contact):
     """Provot 1995's deformation limit: correct links until none is longer than its bound; return
     (visits, over, excess).
 
@@ -377,8 +390,10 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
     offsets (n + 1,), neighbours (2c,): the links at each particle (CSR); queue (c,) int32 and queued
     (c,) bool: scratch. Writes x (n, 3) [m].
 
-    Work queue, first every link in order, then each link touching a particle a correction moved.
-    Lengths are computed in float64 whatever x's precision, so the check is exact on the stored positions.
+    Work queue: first every link over its bound, found by one plain pass over the links in order (most links of
+    a cloth the solver keeps in shape are within it, and the pass costs a length check each), then each link
+    touching a particle a correction moved. Lengths are computed in float64 whatever x's precision, so the
+    check is exact on the stored positions.
     A visited link of length l > hi is set to max(t − (ω − 1)·min(l − t, γ·t), floor), t = link_target, each end
     moved in proportion to its inverse mass (Fuhrmann 2003 eqs. 6–9; Provot's fixed–free case when
     one is 0). The queue empties, with every link within hi exactly, after finitely many corrections
@@ -387,13 +402,19 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
     two particles of inverse mass 0 is never corrected and counts if over); excess: max l/(scale·hi) − 1
     of those [-]."""
     c = link_i.shape[0]
-    for k in range(c):
-        queue[k] = k
-        queued[k] = True
+    count = 0
+    for k in range(c):                               # the first pass: queue the links over their bound
+        dx = np.float64(x[link_i[k], 0]) - np.float64(x[link_j[k], 0])
+        dy = np.float64(x[link_i[k], 1]) - np.float64(x[link_j[k], 1])
+        dz = np.float64(x[link_i[k], 2]) - np.float64(x[link_j[k], 2])
+        over = dx * dx + dy * dy + dz * dz > (link_scale[k] * link_hi[k]) ** 2
+        queued[k] = over
+        if over:
+            queue[count] = k
+            count += 1
     head = 0
-    tail = 0                                         # the queue is full: tail wraps to head
-    count = c
-    visits = 0
+    tail = count if count < c else 0
+    visits = c
     stuck = 0
     excess = 0.0
     relax = OVER_RELAX - 1.0
@@ -407,6 +428,9 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
         b = link_j[k]
         wa = inv_mass[a]
         wb = inv_mass[b]
+        if contact.shape[0] > 0:                     # squeezed out of a pinch this substep: stays (environment.HELD)
+            wa = 0.0 if contact[a, 3] == 2.0 else wa
+            wb = 0.0 if contact[b, 3] == 2.0 else wb
         dx = np.float64(x[a, 0]) - np.float64(x[b, 0])
         dy = np.float64(x[a, 1]) - np.float64(x[b, 1])
         dz = np.float64(x[a, 2]) - np.float64(x[b, 2])
@@ -414,20 +438,35 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
         hi = link_scale[k] * link_hi[k]
         if length <= hi:
             continue
-        w = wa + wb
-        if w == 0.0:                                 # two anchors: nothing can move (visited once)
+        # a particle on a collider (contact, n × 4: its normal) that shortening would pull into it slides along it
+        ea = eb = 0.0                                # the link's direction along each end's contact normal
+        if contact.shape[0] > 0:
+            ea = (dx * contact[a, 0] + dy * contact[a, 1] + dz * contact[a, 2]) / length
+            eb = (dx * contact[b, 0] + dy * contact[b, 1] + dz * contact[b, 2]) / length
+        ea = max(ea, 0.0)                            # a moves toward b: into its surface where b lies inside it
+        eb = min(eb, 0.0)
+        w = wa * (1.0 - ea * ea) + wb * (1.0 - eb * eb)
+        if w <= 1e-12 * (wa + wb):                   # two anchors (or both held by their surfaces): nothing moves
             stuck += 1
             excess = max(excess, length / hi - 1.0)
             continue
         target = link_scale[k] * link_target[k]
         target = max(target - relax * min(length - target, OVER_RELAX_CAP * target), link_scale[k] * link_floor[k])
         s = (target - length) / (w * length)
-        x[a, 0] += wa * s * dx
-        x[a, 1] += wa * s * dy
-        x[a, 2] += wa * s * dz
-        x[b, 0] -= wb * s * dx
-        x[b, 1] -= wb * s * dy
-        x[b, 2] -= wb * s * dz
+        ax, ay, az = wa * s * dx, wa * s * dy, wa * s * dz
+        bx, by, bz = -wb * s * dx, -wb * s * dy, -wb * s * dz
+        if ea > 0.0:                                 # the part into a's surface removed
+            along = ax * contact[a, 0] + ay * contact[a, 1] + az * contact[a, 2]
+            ax, ay, az = ax - along * contact[a, 0], ay - along * contact[a, 1], az - along * contact[a, 2]
+        if eb < 0.0:
+            along = bx * contact[b, 0] + by * contact[b, 1] + bz * contact[b, 2]
+            bx, by, bz = bx - along * contact[b, 0], by - along * contact[b, 1], bz - along * contact[b, 2]
+        x[a, 0] += ax
+        x[a, 1] += ay
+        x[a, 2] += az
+        x[b, 0] += bx
+        x[b, 1] += by
+        x[b, 2] += bz
         for p in (a, b):
             if inv_mass[p] == 0.0:
                 continue
@@ -613,7 +652,7 @@ def _pull_toward_anchors(pull_anchor, pull_reach, inv_mass, x):
 
 
 @numba.njit(cache=True)
-def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x):
+def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x, contact):
     """One substep of ``DeformationLimit.apply`` on its held ``LimitTables``: return (anchors changed, visits,
     over, excess, stretch). When the particles of inverse mass 0 changed it returns at once, x untouched,
     with the new ``anchor_mask``; the caller recomputes the anchors and calls again."""
@@ -633,7 +672,8 @@ def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x):
     elif t.anchors.shape[0] > 0:
         _pull_toward_anchors(t.pull_anchor, t.pull_reach, inv_mass, x)
     visits, over, excess = limit_lengths(max_visits, t.link_i, t.link_j, t.link_hi, t.link_target, t.link_floor,
-                                         t.link_scale, inv_mass, t.offsets, t.neighbours, t.queue, t.queued, x)
+                                         t.link_scale, inv_mass, t.offsets, t.neighbours, t.queue, t.queued, x,
+                                         contact)
     if t.relaxed[0]:                                     # report against the real bounds
         over, excess = _count_over(t.link_i, t.link_j, t.link_hi, x)
     return False, visits, over, excess, stretch

@@ -1,7 +1,8 @@
 """XPBD, the default model: where its predict, constraint and update steps happen.
 
 - ``predict``: symplectic Euler prediction, velocity update with damping, force clearing.
-- ``constraints``: links, dihedral bending, Provot's limit and long-range tethers, colour by colour.
+- ``constraints``: links, dihedral bending and long-range tethers colour by colour, yarns line by line
+  (``yarns``); after the collisions, the yarns once more and Provot's limit.
 - ``XPBDPlugin`` = ``IntegrationPlugin`` + ``ConstraintPlugin``.
 """
 from __future__ import annotations
@@ -21,11 +22,13 @@ class IntegrationPlugin:
 
 
 class ConstraintPlugin:
-    """XPBD links, dihedral bending, Provot limit and tethers."""
+    """XPBD links, dihedral bending, yarns and tethers; after the collisions, the yarns again and Provot's limit."""
 
     def build(self, app: App) -> None:
         app.add_system(constraints.refresh_tethers, Stage.PRE_STEP, in_set=ClothSet.TETHERS)
         app.add_system(constraints.solve_constraints, Stage.SUBSTEP, in_set=ClothSet.CONSTRAIN)
+        app.add_system(constraints.settle_yarns, Stage.SUBSTEP, in_set=ClothSet.SETTLE)
+        app.add_system(constraints.limit_links, Stage.SUBSTEP, in_set=ClothSet.SETTLE, after="settle_yarns")
 
 
 __all__ = ["ConstraintPlugin", "IntegrationPlugin"]

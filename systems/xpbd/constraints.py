@@ -5,10 +5,16 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
   compliance α [m/N] scaled to α/h² so stiffness does not depend on the substep count; the
   distance form is Provot 1995's structural/shear/flexion springs and Fuhrmann 2003's
   constraints (eqs. 5–9: mass-weighted corrections that keep the centre of mass);
-- Provot 1995's deformation limit: after the sweeps, ``distance_limits.DeformationLimits`` shortens
-  every stretch or shear link longer than (1 + limit) × rest until none is (a separate pass:
-  clamping inside the XPBD projection was undone by later colours, leaving 11.6 % strain under a
-  10 % limit; the limit must travel from the pins across the sheet);
+- yarns (``loom.systems.xpbd.yarns``): after each sweep's links and bends, every warp and weft line of
+  stretch links is solved exactly (a tridiagonal system per line), so a correction crosses the cloth in
+  one sweep;
+- after the collisions (set ``ClothSet.SETTLE``): ``settle_yarns``, the yarns once more with this substep's
+  contact normals, so what the contacts did to the links is taken out before the velocities are updated; then
+  ``limit_links``, Provot 1995's deformation limit:
+  ``distance_limits.DeformationLimits`` shortens every limited link longer than its bound until none is
+  (a separate pass: clamping inside the XPBD projection was undone by later colours, leaving 11.6 % strain
+  under a 10 % limit; the limit must travel from the pins across the sheet; and after the collisions,
+  because a contact that moves a particle after the solve can overstretch its links again);
 - dihedral bending (bend_model="dihedral"): C = θ − θ₀ with the exact gradients of Bridson et
   al. 2003 §4 (robust at θ = 0, unlike the acos form of Müller et al. 2007);
 - tethers (long-range attachments, Kim et al. 2012): a free particle may be no farther from each
@@ -29,13 +35,14 @@ import numba
 import numpy as np
 from numba import prange
 
-from loom.components import Cloth
+from loom.components import BEND, STRETCH, Cloth, Tearable
 from loom.engine import App
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 from loom.systems.shared.distance_limits import DeformationLimits
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import clothes_of
 from loom.systems.xpbd.predict import MODEL
+from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
@@ -62,6 +69,7 @@ def solve_constraints(app: App, h: float) -> None:
     tables = app.init_resource(ConstraintTables)
     if app.clock.substep_index == 0:
         tables.keep_only(clothes)
+        tables.plain = {id(cloth) for _, cloth, tear in app.query(Cloth, Tearable) if tear.active}
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
     if batchable(small, heavy=True):
@@ -73,9 +81,70 @@ def solve_constraints(app: App, h: float) -> None:
         if batch is None or cloth.link_count >= PARALLEL_MIN_LINKS:
             _sweep_kernel(cloth, parallel)(cloth.iterations, inv_h2, cloth.material.bend_angle_compliance,
                                           tables.get(cloth))
-        if cloth.material.strain_limit is not None:      # Provot 1995: no stretch or shear link over its limit
-            app.init_resource(DeformationLimits).get(cloth, cloth.link_max).apply(STRAIN_LIMIT_MAX_PASSES,
-                                                                                  cloth.inv_mass, cloth.x)
+
+
+def settle_yarns(app: App, h: float) -> None:
+    """After the collisions: every XPBD cloth's yarns (``Cloth.yarns``) once more, with this substep's contact normals.
+
+    The environment and self-collision moved particles after the solve (a contact pushes a particle out along its
+    normal and friction holds it back, lengthening its links); one more pass of each yarn, which slides resting
+    particles along their surfaces and never into them, takes that stretch out before the velocities are updated.
+    Measured on the 64² drapes at rest: the strain the collisions leave, 1.3–1.7 %, falls to 0.04–0.4 %; with it,
+    one sweep per substep before the collisions does as well as two without it (docs/models.md, "Stiffness")."""
+    clothes = clothes_of(app, MODEL)
+    inv_h2 = 1.0 / (h * h)
+    tables = app.init_resource(ConstraintTables)
+    small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
+    batch = app.resources.get(ConstraintBatch) if batchable(small, heavy=True) else None
+    if batch is not None:                          # set up by this step's solve: a cloth per thread
+        _yarns_batch(inv_h2, batch.clothes)
+    parallel = numba.get_num_threads() > 1
+    for cloth in clothes:
+        if tables.uses_yarns(cloth) and (batch is None or cloth.link_count >= PARALLEL_MIN_LINKS):
+            kernel = _yarns_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _yarns_serial
+            kernel(inv_h2, tables.get(cloth))
+
+
+def limit_links(app: App, h: float) -> None:
+    """Provot 1995's deformation limit, last in the substep (after the collisions and ``settle_yarns``): no stretch
+    link of an XPBD cloth longer than (1 + material.stretch_limit) × rest, and with material.strain_limit no stretch
+    or shear link longer than (1 + strain_limit) × rest (``Cloth.link_max``), whatever the solve and the contacts
+    left; or the limit reports that it could not (``DeformationLimits.of(cloth)``, the ``loom.limits`` log).
+
+    A cloth that can tear (an active ``Tearable``) keeps only Provot's ``strain_limit``: it tears where a link
+    stays overstretched, so the stretch limit, which would hold every link under the tear strain, is not applied."""
+    limits = None
+    tearing = {id(cloth) for _, cloth, tear in app.query(Cloth, Tearable) if tear.active}
+    for cloth in clothes_of(app, MODEL):
+        m = cloth.material
+        if m.strain_limit is None and (m.stretch_limit is None or id(cloth) in tearing):
+            continue
+        limits = limits or app.init_resource(DeformationLimits)
+        bounds = cloth.link_max if id(cloth) not in tearing else app.init_resource(ProvotBounds).get(cloth)
+        limits.get(cloth, bounds).apply(STRAIN_LIMIT_MAX_PASSES, cloth.inv_mass, cloth.x, cloth.contact)
+
+
+class ProvotBounds:
+    """Resource: each tearable cloth's link bounds with Provot's strain limit alone (no stretch limit), (c,) [m],
+    kept while its link table and limit stay the same (the deformation limit rebuilds its tables for a new array).
+    Snapshots save it empty (derived data)."""
+
+    def __init__(self) -> None:
+        self.by_cloth: dict[int, tuple] = {}
+
+    def get(self, cloth: Cloth) -> np.ndarray:
+        """``cloth``'s bounds: (1 + strain_limit) × rest for stretch and shear links, inf for bend links."""
+        entry = self.by_cloth.get(id(cloth))
+        if entry is None or entry[0] is not cloth.link_rest or entry[1] != cloth.material.strain_limit:
+            kinds = cloth.link_kind[cloth.link_order]
+            bounds = np.where(kinds == BEND, np.inf, cloth.link_rest * (1.0 + cloth.material.strain_limit))
+            entry = (cloth.link_rest, cloth.material.strain_limit, np.ascontiguousarray(bounds))
+            self.by_cloth[id(cloth)] = entry
+        return entry[2]
+
+    def __getstate__(self) -> dict:
+        """Saved empty: a loaded world rebuilds the bounds at its first substep."""
+        return {"by_cloth": {}}
 
 
 def _sweep_kernel(cloth: Cloth, parallel: bool):
@@ -99,6 +168,9 @@ class ConstraintArrays(NamedTuple):
     """Compliance α of each link, (c,) [m/N]."""
     link_offsets: np.ndarray
     """First link of each colour, (colours + 1,)."""
+    link_sweep_end: np.ndarray
+    """End of each colour's links that the sweep projects, (colours,): the colour's end, or with yarns its first
+    stretch link (stretch links come last in a colour, and the yarns solve them)."""
     bend_quads: np.ndarray
     """Dihedral bend quads (e0, e1, o0, o1), (b, 4), colour order."""
     bend_rest_angle: np.ndarray
@@ -119,32 +191,66 @@ class ConstraintArrays(NamedTuple):
     """XPBD multiplier of each link, (c,): written."""
     bend_lambda: np.ndarray
     """XPBD multiplier of each bend quad, (b,): written."""
+    yarn_particles: np.ndarray
+    """``Yarns.particles`` (systems/xpbd/yarns.py): each yarn's particles in order, (p,) int32."""
+    yarn_links: np.ndarray
+    """``Yarns.links``: the link into each yarn entry, (p,) int32 (−1 first)."""
+    yarn_offsets: np.ndarray
+    """``Yarns.offsets``: first entry of each yarn, (y + 1,) int64 ((1,): no yarn solve, ``cloth.yarns`` off)."""
+    yarn_color_offsets: np.ndarray
+    """``Yarns.color_offsets``: first yarn of each colour, (colours + 1,) int32."""
+    yarn_scratch: np.ndarray
+    """``Yarns.scratch``, (p, ``yarns.SCRATCH``): written."""
+    contact: np.ndarray
+    """``Cloth.contact``, (n, 4): particles touching a collider move along it in the yarn solve."""
 
 
-def _constraint_arrays(cloth: Cloth) -> Held:
-    """``cloth``'s current arrays as a held ``ConstraintArrays`` (its bend quads only for bend_model="dihedral")."""
+_NO_YARNS = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int32),
+             np.zeros((0, SCRATCH)))
+
+
+def _constraint_arrays(cloth: Cloth, yarns_on: bool) -> Held:
+    """``cloth``'s current arrays as a held ``ConstraintArrays`` (its bend quads only for bend_model="dihedral",
+    its yarns only with ``yarns_on``: built here, whenever the tables are rebuilt)."""
     bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
+    yarns = _NO_YARNS
+    offsets = cloth.link_color_offsets
+    sweep_end = offsets[1:].astype(np.int64)
+    if yarns_on:
+        stretch = cloth.link_kind[cloth.link_order] == STRETCH
+        yarns = tuple(build_yarns(cloth.link_i, cloth.link_j, stretch, cloth.rest_x))
+        colour = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+        sweep_end = offsets[:-1] + np.bincount(colour[~stretch], minlength=offsets.shape[0] - 1)
     return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance,
-                                 cloth.link_color_offsets, cloth.bend_quads, cloth.bend_rest_angle, bend_offsets,
+                                 offsets, np.ascontiguousarray(sweep_end, np.int64), cloth.bend_quads, cloth.bend_rest_angle, bend_offsets,
                                  cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
-                                 cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda))
+                                 cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda, *yarns,
+                                 cloth.contact))
 
 
 class ConstraintTables:
     """Resource: each XPBD cloth's held ``ConstraintArrays``, rebuilt only when the cloth has replaced an array
     (its ``revision``; a snapshot load, which restores the revision with new arrays, by ``x``'s identity)
-    or changed bend model; arrays changed in place need nothing. Snapshots save it empty (derived data)."""
+    or changed bend model or ``yarns``; arrays changed in place need nothing. Snapshots save it empty (derived data)."""
 
     def __init__(self) -> None:
         self.by_cloth: dict[int, tuple[Cloth, int, np.ndarray, str, Held]] = {}
+        self.plain: set[int] = set()
+        """ids of the cloths solved without yarns this step although ``cloth.yarns`` is on: those that can tear (an
+        active ``Tearable``; refreshed at each step's first substep). A cloth tears where links stay overstretched;
+        the yarns' exact solve fights that and throws the torn edge about (the sandbox's tear: 50 m/s)."""
+
+    def uses_yarns(self, cloth: Cloth) -> bool:
+        """Whether ``cloth``'s stretch links are solved as yarns this step."""
+        return cloth.yarns and id(cloth) not in self.plain
 
     def get(self, cloth: Cloth) -> Held:
         """``cloth``'s held ``ConstraintArrays``, up to date."""
         entry = self.by_cloth.get(id(cloth))
-        bend_model = cloth.material.bend_model
+        options = (cloth.material.bend_model, self.uses_yarns(cloth))
         if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x \
-                or entry[3] != bend_model:
-            entry = (cloth, cloth.revision, cloth.x, bend_model, _constraint_arrays(cloth))
+                or entry[3] != options:
+            entry = (cloth, cloth.revision, cloth.x, options, _constraint_arrays(cloth, options[1]))
             self.by_cloth[id(cloth)] = entry
         return entry[4]
 
@@ -156,7 +262,7 @@ class ConstraintTables:
 
     def __getstate__(self) -> dict:
         """Saved empty: held structs do not pickle, and a loaded world rebuilds them at its first step."""
-        return {"by_cloth": {}}
+        return {"by_cloth": {}, "plain": set()}
 
 
 class ConstraintBatch:
@@ -171,7 +277,7 @@ class ConstraintBatch:
 
     def update(self, clothes: list[Cloth], tables: ConstraintTables) -> None:
         """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
-        key = (revisions(clothes), tuple(c.material.bend_model for c in clothes))
+        key = (revisions(clothes), tuple((c.material.bend_model, tables.uses_yarns(c)) for c in clothes))
         (self.clothes,) = self.batch.update(key, lambda: [(tables.get(c),) for c in clothes])
         if self.iterations.shape[0] != len(clothes):
             self.iterations = np.zeros(len(clothes), np.int64)
@@ -348,6 +454,7 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     link_rest = arrays.link_rest
     link_compliance = arrays.link_compliance
     link_offsets = arrays.link_offsets
+    link_sweep_end = arrays.link_sweep_end
     quads = arrays.bend_quads
     rest_angle = arrays.bend_rest_angle
     bend_offsets = arrays.bend_offsets
@@ -363,7 +470,7 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     bend_alpha = bend_compliance * inv_h2
     for it in range(iterations):
         for c in range(link_offsets.shape[0] - 1):
-            for kk in prange(link_offsets[c], link_offsets[c + 1]):
+            for kk in prange(link_offsets[c], link_sweep_end[c]):
                 k = np.uint64(kk)                         # unsigned indices: no wraparound test per access
                 a = np.uint64(link_i[k])
                 b = np.uint64(link_j[k])
@@ -391,6 +498,7 @@ def _solve(iterations, inv_h2, bend_compliance, held):
         for c in range(bend_offsets.shape[0] - 1):
             for q in prange(bend_offsets[c], bend_offsets[c + 1]):
                 _project_bend(q, quads, rest_angle, bend_alpha, inv_mass, x, bend_lambda)
+        _sweep_yarns(inv_h2, arrays, True)                   # each yarn's stretch links solved together
         if tether_anchor.shape[0] > 0 and (iterations - 1 - it) % 2 == 0:
             for p in prange(x.shape[0]):
                 if inv_mass[p] == 0.0:
@@ -407,6 +515,47 @@ def _solve(iterations, inv_h2, bend_compliance, held):
                         x[p, 0] = x[a, 0] + dx * s
                         x[p, 1] = x[a, 1] + dy * s
                         x[p, 2] = x[a, 2] + dz * s
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _sweep_yarns(inv_h2, arrays, resting_only):
+    """Every yarn of a cloth (``arrays``: its ``ConstraintArrays``) once, colour by colour (``yarns.solve_yarn``;
+    ``resting_only``: only contacts with colliders at rest hold particles, as in a substep's solve); each colour's
+    yarns split over the threads where the caller is parallel. ``solve_yarn`` is called, not inlined: one compile
+    serves ``_solve_*`` and ``_yarns_*`` (inlined into both, a cold launch compiled it twice, 11 s more on a 2-core
+    EPYC VM), and a call per yarn (tens of links) costs nothing measurable."""
+    colors = arrays.yarn_color_offsets
+    particles, links, offsets, scratch = arrays.yarn_particles, arrays.yarn_links, arrays.yarn_offsets, \
+        arrays.yarn_scratch
+    link_rest, link_compliance, inv_mass = arrays.link_rest, arrays.link_compliance, arrays.inv_mass
+    contact, x, link_lambda = arrays.contact, arrays.x, arrays.link_lambda
+    count = colors.shape[0] - 1
+    resting = bool(resting_only)                      # not a literal: one compile of solve_yarn for both uses
+    for step in range(count):
+        c = step if resting_only else count - 1 - step
+        for y in prange(colors[c], colors[c + 1]):
+            solve_yarn(np.int64(y), particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                       resting, x, link_lambda)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _yarns_serial(inv_h2, held):
+    """``_sweep_yarns`` of the held ``ConstraintArrays`` on the calling thread, after the collisions (``settle_yarns``:
+    every contact of this substep holds its particle)."""
+    _sweep_yarns(inv_h2, held.value, False)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _yarns_parallel(inv_h2, held):
+    """``_yarns_serial`` with each colour's yarns split over the threads (the same result, bit for bit)."""
+    _sweep_yarns(inv_h2, held.value, False)
+
+
+@numba.njit(cache=True, parallel=True)
+def _yarns_batch(inv_h2, clothes):
+    """``_yarns_serial`` for each cloth of a batch (a typed list of held ``ConstraintArrays``), a cloth per thread."""
+    for k in prange(len(clothes)):
+        _yarns_serial(inv_h2, clothes[np.int64(k)])
 
 
 @numba.njit(cache=True, error_model="numpy")

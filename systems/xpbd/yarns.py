@@ -1,0 +1,385 @@
+"""Yarns: every warp and weft line of a cloth's stretch links solved exactly, one tridiagonal system per line.
+
+Why. A Gauss–Seidel sweep (``constraints._solve``) moves a correction one link per sweep, so a cloth that hangs
+from a contact (a tablecloth's skirt, a sheet on a ball, a cape pressed by the wind) carries its weight down
+tens of links on a few sweeps a substep and stretches 5–20 % (docs/models.md, "Stiffness"). Woven cloth is
+made of yarns that barely stretch; a yarn is a chain, and a chain's links can be solved together in O(links).
+
+What. ``build_yarns`` splits the stretch links into yarns: greedy walks that keep going the straightest way in
+the rest shape (cos ≥ ``STRAIGHT``), so a grid's yarns are its rows and columns and a disc's run along its three
+lattice directions. Yarns are coloured so two of one colour share no particle (``loom.engine.coloring``).
+
+Per yarn of particles v₀ … v_m and links k = 1 … m (link k from v_{k−1} to v_k, unit direction n_k, length l_k,
+rest length l₀ₖ, compliance α̃_k = α_k/h², multiplier λ_k), one XPBD step (Macklin et al. 2016 eqs. 10–12, with
+Provot 1995's and Fuhrmann et al. 2003's distance constraints C_k = l_k − l₀ₖ) on the yarn's links together, the
+rest of the cloth held where it is, is the linear system (∇C W ∇Cᵀ + α̃) Δλ = −C − α̃λ. Only links that share a
+particle couple, so it is tridiagonal:
+
+    A_kk = w_{k−1} + w_k + α̃_k,   A_{k,k+1} = −w_k (n_k · n_{k+1}),   b_k = l₀ₖ − l_k − α̃_k λ_k,
+
+then λ += Δλ and x_{v_k} += w_k (n_k Δλ_k − n_{k+1} Δλ_{k+1}) (mass-weighted, Fuhrmann eqs. 6–9: the centre of
+mass stays). A is symmetric, positive definite and diagonally dominant, so the Thomas algorithm (Gaussian
+elimination without pivoting) is stable; a link between two fixed particles (w = 0, α̃ = 0) has a zero row and is
+skipped. For a straight yarn the linearisation is exact: one solve puts every link at its rest length (tested);
+a bent one converges over the iterations. This is line relaxation — a block Gauss–Seidel whose blocks are lines,
+as in alternating-direction methods — and it is what lets a correction cross a 64-link overhang in one sweep.
+
+Cost: the Thomas algorithm is about twice a link projection's arithmetic per link, and only stretch links are
+yarns (a third of a grid's links).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from loom.engine.coloring import color_groups
+
+STRAIGHT = 0.7
+"""Cosine [-] above which a walk continues a yarn into the next stretch link at a particle (about 45°): a grid's
+row turns 90° at a corner, a disc's lattice line 60° from the next, so neither continues around a corner."""
+PIVOT_FLOOR = 0.25
+"""Smallest pivot, as a fraction of its row's diagonal [-], of the link that closes a stretch of yarn between two fixed
+particles (pins, grabs). Such a stretch held nearly straight has a nearly singular system: no move can shorten it, and
+the exact solve answers a tiny residual with a huge tension whose sideways part throws the yarn about (a taut
+47-link rope between two pins: 10 m/s; the sandbox's hands tearing the sheet apart: 50 m/s). Flooring that pivot
+bounds the tension, and the taut rope hangs still (0.2 m/s) at the strain plain sweeps leave (2.6 % against 2.3 %).
+Every other pivot is exact, however small: a yarn eliminated from its free end toward a pin ends on a pivot of
+1/m of its diagonal (m links), which is the true answer there (floored, a curtain's columns hung 2–4 % long)."""
+TAUT = 0.999
+"""A stretch of yarn between two fixed particles whose ends are at least this fraction of its rest length apart [-]
+cannot reach its rest length: no solve has an answer, and the exact one jerks its particles sideways each pass (the
+sandbox's hands pulling the hem apart: 60–80 m/s). Such a yarn is projected link by link that pass, as plain sweeps
+do, which spread the stretch calmly."""
+SCRATCH = 7
+"""Scratch values per yarn entry: the direction of the link into it (3), then that link's row of the system after
+elimination: diagonal, right-hand side, and the off-diagonal with the previous link; and 1.0 if the link closes a
+stretch between two fixed particles (``PIVOT_FLOOR``)."""
+
+
+class Yarns(NamedTuple):
+    """A cloth's yarns as the solve reads them (built by ``build_yarns``; p particle entries, y yarns)."""
+
+    particles: np.ndarray
+    """Particles of each yarn in order, (p,) int32: yarn y is particles[offsets[y]:offsets[y + 1]]."""
+    links: np.ndarray
+    """Link (colour-order index into the cloth's link tables) from the previous particle of the yarn to this one,
+    (p,) int32; −1 at each yarn's first particle."""
+    offsets: np.ndarray
+    """First entry of each yarn, (y + 1,) int64, yarns in colour order."""
+    color_offsets: np.ndarray
+    """First yarn of each colour, (colours + 1,) int32: the yarns of a colour share no particle."""
+    scratch: np.ndarray
+    """Work space of the solve, (p, ``SCRATCH``) float64: a yarn writes only its own rows."""
+
+
+def build_yarns(link_i: np.ndarray, link_j: np.ndarray, stretch: np.ndarray, rest_x: np.ndarray) -> Yarns:
+    """Split the links flagged in ``stretch`` (c,) bool into coloured yarns (module docstring).
+
+    link_i, link_j (c,) int32: the cloth's link tables in colour order; rest_x (n, 3) [m]: the rest shape, whose
+    straight lines the yarns follow. Every stretch link lies in exactly one yarn. The sorting and gathering are
+    NumPy's: the one kernel here (the walk) keeps a first launch's compile short."""
+    link_i = np.ascontiguousarray(link_i, np.int32)
+    link_j = np.ascontiguousarray(link_j, np.int32)
+    stretch = np.ascontiguousarray(stretch, np.bool_)
+    n = rest_x.shape[0]
+    degree = np.bincount(link_i[stretch], minlength=n) + np.bincount(link_j[stretch], minlength=n)
+    starts = np.argsort(degree, kind="stable")       # line ends first: fewest stretch links
+    particles, links, offsets = _walk(link_i, link_j, stretch, np.ascontiguousarray(rest_x, np.float64),
+                                      starts.astype(np.int64), STRAIGHT)
+    order, color_offsets = color_groups(particles, offsets, n)
+    sizes = np.diff(offsets)[order]
+    new_offsets = np.zeros(order.shape[0] + 1, np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    entries = np.repeat(offsets[order] - new_offsets[:-1], sizes) + np.arange(new_offsets[-1])
+    return Yarns(particles[entries], links[entries], new_offsets, color_offsets,
+                 np.zeros((particles.shape[0], SCRATCH)))
+
+
+@numba.njit(cache=True)
+def _walk(link_i, link_j, stretch, rest_x, starts, straight):
+    """Greedy straight walks over the stretch links: (particles (p,) int32, links (p,) int32, offsets (y + 1,)).
+
+    Walks start at the particles in the order ``starts`` (n,) (the fewest stretch links first: a grid's corners,
+    then its edges, the ends of lines) and extend both ways, at each particle into the unused stretch link closest
+    to the walk's direction in the rest shape, if its cosine is at least ``straight``."""
+    n = rest_x.shape[0]
+    c = link_i.shape[0]
+    degree = np.zeros(n, np.int64)
+    for k in range(c):
+        if stretch[k]:
+            degree[link_i[k]] += 1
+            degree[link_j[k]] += 1
+    start = np.zeros(n + 1, np.int64)
+    for p in range(n):
+        start[p + 1] = start[p] + degree[p]
+    fill = start[:-1].copy()
+    adjacent = np.empty(start[n], np.int64)
+    for k in range(c):
+        if stretch[k]:
+            adjacent[fill[link_i[k]]] = k
+            fill[link_i[k]] += 1
+            adjacent[fill[link_j[k]]] = k
+            fill[link_j[k]] += 1
+    used = np.zeros(c, np.bool_)
+    count = 0
+    for k in range(c):
+        count += stretch[k]
+    # each yarn of m links holds m + 1 particles; there are at most `count` yarns
+    particles = np.empty(2 * count, np.int32)
+    links = np.empty(2 * count, np.int32)
+    offsets = np.zeros(count + 1, np.int64)
+    forward = np.empty(count + 1, np.int64)     # scratch: one walk's particles and links, each way
+    forward_link = np.empty(count + 1, np.int64)
+    backward = np.empty(count + 1, np.int64)
+    backward_link = np.empty(count + 1, np.int64)
+    stamp = np.full(n, -1, np.int64)            # the yarn a particle was last put in: a yarn never closes a loop
+    yarns = 0
+    entry = 0
+    for p0 in starts:                           # int64, as p1 and k0 below: _extend compiles once
+        for s in range(start[p0], start[p0 + 1]):
+            k0 = adjacent[s]
+            if used[k0]:
+                continue
+            used[k0] = True
+            p1 = np.int64(link_j[k0] if link_i[k0] == p0 else link_i[k0])   # one signature for _extend
+            stamp[p0] = yarns
+            stamp[p1] = yarns
+            nf = _extend(p0, p1, k0, link_i, link_j, rest_x, start, adjacent, used, straight, forward, forward_link,
+                         stamp, np.int64(yarns))
+            nb = _extend(p1, p0, np.int64(-1), link_i, link_j, rest_x, start, adjacent, used, straight, backward,
+                         backward_link, stamp, np.int64(yarns))
+            # the yarn: the backward walk beyond p0 reversed, p0, then the forward walk from p1
+            for b in range(nb - 1, 1, -1):
+                particles[entry] = backward[b]
+                links[entry] = -1 if b == nb - 1 else backward_link[b + 1]
+                entry += 1
+            particles[entry] = p0
+            links[entry] = -1 if nb == 2 else backward_link[2]
+            entry += 1
+            for f in range(1, nf):
+                particles[entry] = forward[f]
+                links[entry] = forward_link[f]
+                entry += 1
+            yarns += 1
+            offsets[yarns] = entry
+    return particles[:entry].copy(), links[:entry].copy(), offsets[:yarns + 1].copy()
+
+
+@numba.njit(cache=True)
+def _extend(prev, here, link, link_i, link_j, rest_x, start, adjacent, used, straight, walk, walk_link, stamp,
+            yarn):
+    """Walk on from ``here`` (reached from ``prev`` through ``link``, −1 for none yet) while a straight enough
+    unused stretch link leads to a particle not yet in this yarn (``stamp`` (n,) holds each particle's last yarn;
+    the walk stamps what it adds with ``yarn``); walk[0] = prev, walk[1] = here, …; walk_link[t] = the link into
+    walk[t]. Returns the number of particles written."""
+    walk[0] = prev
+    walk[1] = here
+    walk_link[0] = -1
+    walk_link[1] = link
+    t = 2
+    a, b = prev, here
+    while True:
+        dx = rest_x[b, 0] - rest_x[a, 0]
+        dy = rest_x[b, 1] - rest_x[a, 1]
+        dz = rest_x[b, 2] - rest_x[a, 2]
+        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+        best = -1
+        best_cos = straight
+        for s in range(start[b], start[b + 1]):
+            k = adjacent[s]
+            q = link_j[k] if link_i[k] == b else link_i[k]
+            if used[k] or stamp[q] == yarn:
+                continue
+            ex = rest_x[q, 0] - rest_x[b, 0]
+            ey = rest_x[q, 1] - rest_x[b, 1]
+            ez = rest_x[q, 2] - rest_x[b, 2]
+            cos = (dx * ex + dy * ey + dz * ez) / (norm * math.sqrt(ex * ex + ey * ey + ez * ez) + 1e-300)
+            if cos >= best_cos:
+                best, best_cos = k, cos
+        if best < 0:
+            return t
+        used[best] = True
+        a = b
+        b = link_j[best] if link_i[best] == b else link_i[best]
+        stamp[b] = yarn
+        walk[t] = b
+        walk_link[t] = best
+        t += 1
+
+
+@numba.njit(error_model="numpy")
+def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+               resting_only, x, link_lambda):
+    """One exact XPBD solve of yarn y's links together (module docstring): tridiagonal, Thomas algorithm.
+
+    particles, links, offsets, scratch: the cloth's ``Yarns`` (arrays, not the tuple: a parallel kernel's loop
+    body takes arrays); link tables (colour order): rest [m], compliance α [m/N], multipliers (written);
+    inv_h2 = 1/h² [1/s²]; inv_mass (n,) [1/kg]; contact (n, 4): ``Cloth.contact`` (with ``resting_only``, only
+    contacts with colliders at rest count: a substep's solve; else all, after the collisions); x (n, 3) [m] written.
+
+    A particle resting on a collider (normal c ≠ 0) moves only along the surface: its inverse mass becomes the
+    projection W = w (I − c cᵀ), so in the rows n·W·n = w (1 − (n·c)²), the coupling of two links through it
+    w (n₁·n₂ − (n₁·c)(n₂·c)), and its move w (g − c (c·g)) for g = n_k Δλ_k − n_{k+1} Δλ_{k+1}. Without it the
+    solve pulled a yarn taut through a table's rim and the contact pushed it back out, stretching the links at the
+    rim every substep (2–3 % at rest, docs/models.md). Contact is one-sided: a particle the solve pulls away from
+    the surface (c·g > 0) moves freely and its normal is cleared, so later solves of the substep leave it free (a
+    sheet sliding off a ball; kept, the separation line could not move and the sheet stayed 2 % stretched there).
+
+    A yarn that touches a two-way body (``Cloth.contact`` column 3 = −1: a pymunk ball on a bed) is solved in the
+    substep's solve (free of the body: it may press particles into it, and the body's reaction is the contact's push
+    back at the next contact) and left alone after the collisions (``resting_only`` False): solved then, its
+    particles slid round the ball and over its top (a 0.3 kg ball fell through a 0.05 kg bed at 1 and 4 substeps;
+    left alone, it rebounds at 0.84× its impact speed).
+
+    Three passes, so that only the elimination itself is a chain of dependent operations: the rows (directions,
+    residuals: independent per link, pipelined), the forward elimination (one division per link, kept as the
+    pivot's reciprocal), and the back substitution (multiplications only), which moves each particle once both
+    its links' Δλ are known. Row e of ``scratch``: the unit direction of the link into entry e (0–2), the pivot's
+    reciprocal (3), the right-hand side (4), the off-diagonal with the previous link (5)."""
+    first = np.uint64(offsets[y])               # unsigned entries: no wraparound test per access
+    last = np.uint64(offsets[y + 1] - 1)        # entries first … last: particles; links first + 1 … last
+    if last <= first:
+        return
+    one = np.uint64(1)
+    a = np.uint64(particles[first])
+    ax, ay, az = x[a, 0], x[a, 1], x[a, 2]
+    cx, cy, cz = _normal(contact, a, resting_only)
+    wa = _mobility(inv_mass, contact, a, resting_only)
+    anchored = wa == 0.0                        # this stretch of yarn started at a fixed particle
+    sx, sy, sz, spanned = ax, ay, az, 0.0       # where it started, and its rest length so far [m]
+    link_by_link = False                        # taut between two anchors (below)
+    two_way = contact[a, 3] < 0.0               # touching a two-way body (docstring)
+    px = py = pz = 0.0                          # direction of the previous link
+    for e in range(first + one, last + one):    # rows: independent per link
+        b = np.uint64(particles[e])
+        k = np.uint64(links[e])
+        bx, by, bz = x[b, 0], x[b, 1], x[b, 2]
+        qx, qy, qz = _normal(contact, b, resting_only)
+        wb = _mobility(inv_mass, contact, b, resting_only)
+        if contact[b, 3] < 0.0:
+            two_way = True
+        dx = bx - ax
+        dy = by - ay
+        dz = bz - az
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        alpha = link_compliance[k] * inv_h2
+        nx = ny = nz = rhs = off = 0.0
+        diag = 1.0                              # a link with no direction, or that cannot move, stays
+        if length >= 1e-12:
+            inv = 1.0 / length
+            nx, ny, nz = dx * inv, dy * inv, dz * inv
+            ea = nx * cx + ny * cy + nz * cz    # along a's contact normal (0 with none)
+            eb = nx * qx + ny * qy + nz * qz
+            mobile = wa * (1.0 - ea * ea) + wb * (1.0 - eb * eb) + alpha
+            if mobile > 1e-9 * (wa + wb + alpha):
+                diag = mobile
+                rhs = link_rest[k] - length - alpha * link_lambda[k]
+                # through particle a, with the previous link: w_a (n_prev·n − (n_prev·c_a)(n·c_a))
+                off = -wa * (nx * px + ny * py + nz * pz - (px * cx + py * cy + pz * cz) * ea)
+        scratch[e, 0] = nx
+        scratch[e, 1] = ny
+        scratch[e, 2] = nz
+        scratch[e, 3] = diag
+        scratch[e, 4] = rhs
+        scratch[e, 5] = off                     # 0 for the first link
+        scratch[e, 6] = 1.0 if anchored and wb == 0.0 else 0.0
+        spanned += link_rest[k]
+        if wb == 0.0:                           # a fixed particle: closes a stretch, starts the next
+            if anchored and (bx - sx) ** 2 + (by - sy) ** 2 + (bz - sz) ** 2 >= (TAUT * spanned) ** 2:
+                link_by_link = True
+            anchored = True
+            sx, sy, sz, spanned = bx, by, bz, 0.0
+        ax, ay, az, wa, cx, cy, cz = bx, by, bz, wb, qx, qy, qz
+        px, py, pz = nx, ny, nz
+    if two_way and not resting_only:            # after the collisions: left where the contacts put it
+        return
+    if link_by_link:                            # pinned farther apart than its rest length: link by link
+        _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, x, link_lambda)
+        return
+    pivot = 1.0 / scratch[first + one, 3]       # forward elimination: the dependent chain
+    scratch[first + one, 3] = pivot
+    rhs = scratch[first + one, 4]
+    for e in range(first + np.uint64(2), last + one):
+        off = scratch[e, 5]
+        f = off * pivot
+        diag = scratch[e, 3]
+        pivot = 1.0 / max(diag - f * off, (PIVOT_FLOOR if scratch[e, 6] != 0.0 else 1e-12) * diag)
+        rhs = scratch[e, 4] - f * rhs
+        scratch[e, 3] = pivot
+        scratch[e, 4] = rhs
+    below = 0.0                                 # back substitution: Δλ of the link after this one
+    ox = oy = oz = 0.0                          # and its direction
+    e = last
+    while True:
+        gx, gy, gz = -ox * below, -oy * below, -oz * below        # −n_{e+1} Δλ_{e+1}: the link out of it
+        dlam = 0.0
+        if e > first:
+            off = scratch[e + one, 5] if e < last else 0.0
+            dlam = (scratch[e, 4] - off * below) * scratch[e, 3]
+            link_lambda[np.uint64(links[e])] += dlam
+            ox, oy, oz = scratch[e, 0], scratch[e, 1], scratch[e, 2]
+            gx += ox * dlam                     # +n_e Δλ_e: the link into it
+            gy += oy * dlam
+            gz += oz * dlam
+        b = np.uint64(particles[e])
+        wb = _mobility(inv_mass, contact, b, resting_only)
+        cx, cy, cz = _normal(contact, b, resting_only)
+        along = gx * cx + gy * cy + gz * cz
+        if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
+            contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
+            along = 0.0
+        x[b, 0] += wb * (gx - cx * along)       # else no move into the surface it rests on
+        x[b, 1] += wb * (gy - cy * along)
+        x[b, 2] += wb * (gz - cz * along)
+        below = dlam
+        if e == first:
+            return
+        e -= one
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, x, link_lambda):
+    """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does)."""
+    for e in range(first + np.uint64(1), last + np.uint64(1)):
+        a = np.uint64(particles[e - np.uint64(1)])
+        b = np.uint64(particles[e])
+        k = np.uint64(links[e])
+        wa = inv_mass[a]
+        wb = inv_mass[b]
+        dx = x[b, 0] - x[a, 0]
+        dy = x[b, 1] - x[a, 1]
+        dz = x[b, 2] - x[a, 2]
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        alpha = link_compliance[k] * inv_h2
+        if length < 1e-12 or wa + wb + alpha == 0.0:
+            continue
+        dlam = (link_rest[k] - length - alpha * link_lambda[k]) / (wa + wb + alpha)
+        link_lambda[k] += dlam
+        s = dlam / length
+        x[a, 0] -= wa * s * dx
+        x[a, 1] -= wa * s * dy
+        x[a, 2] -= wa * s * dz
+        x[b, 0] += wb * s * dx
+        x[b, 1] += wb * s * dy
+        x[b, 2] += wb * s * dz
+
+
+@numba.njit(inline="always")
+def _mobility(inv_mass, contact, p, resting_only):
+    """Particle p's inverse mass in the solve [1/kg]: 0 after the collisions (not ``resting_only``) for a particle
+    squeezed out of a pinch this substep (``Cloth.contact`` column 3 = 2: it stays where the contacts put it)."""
+    if not resting_only and contact[p, 3] == 2.0:
+        return 0.0
+    return inv_mass[p]
+
+
+@numba.njit(inline="always")
+def _normal(contact, p, resting_only):
+    """Particle p's contact normal from ``Cloth.contact`` (n, 4), or zero where it touched nothing, or with
+    ``resting_only`` a collider that was moving."""
+    if resting_only and contact[p, 3] <= 0.0:
+        return 0.0, 0.0, 0.0
+    return contact[p, 0], contact[p, 1], contact[p, 2]
