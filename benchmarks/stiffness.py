@@ -87,7 +87,7 @@ def sphere(app: App, n: int) -> Callable[[int], None]:
 def table(app: App, n: int) -> Callable[[int], None]:
     """The drape game's scene (round table, ball, self-colliding tablecloth)."""
     from loom.games import drape
-    drape.build_scene(app, n=n)
+    drape.build_scene(app, n=n, yarns=True)
     return lambda step: None
 
 

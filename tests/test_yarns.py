@@ -212,3 +212,24 @@ def test_a_rope_pinned_taut_between_two_points_swings_no_faster_than_plain_sweep
         results[yarns] = (fastest, float(cloth.strain().max()))
     assert results[True][0] <= 1.5 * results[False][0], results
     assert results[True][1] <= results[False][1] + 0.01, results
+
+
+def test_contact_normals_are_cleared_when_the_last_collider_goes():
+    """``Cloth.contact`` holds what each particle touched in the last substep: with every collider despawned it is
+    all zero from the next step (a stale normal would keep the yarns holding particles on a surface that is gone)."""
+    from loom.components import Collider, Sphere, Transform
+    from loom.engine import App, mesh
+    from loom.systems import DefaultPlugins
+
+    app = App(dt=1 / 60, substeps=4).add_plugin(DefaultPlugins)
+    ball = app.spawn(Collider(Sphere(0.3)), Transform())
+    sheet = mesh.grid(12, 12, 1.0, 1.0, center=(0.0, 0.32, 0.0), plane="xz")
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    app.spawn(cloth)
+    app.step(10)
+    assert np.abs(cloth.contact[:, :3]).sum(axis=1).max() > 0.9          # resting on the ball: unit normals
+    app.despawn(ball)
+    app.step(1)                                    # the step in which it went (despawns apply at its end)
+    app.step(1)
+    assert not cloth.contact.any()
+    app.close()

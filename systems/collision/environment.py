@@ -171,6 +171,9 @@ def collide_environment(app: App, h: float) -> None:
     """Project each substepped cloth's particles out of every collider, with friction and CCD."""
     packed = app.resources.get(ColliderSet)
     if packed is None or packed.count == 0:
+        for _, cloth in app.query(Cloth):            # nothing to touch: no contact normal from an earlier collider
+            if cloth.substepped and cloth.contact.any():
+                cloth.contact[:] = 0.0
         return
     clock = app.clock
     a0 = clock.substep_index / clock.substeps
