@@ -53,7 +53,7 @@ def build_scene(app: App, n: int = 64, model: str = "xpbd", yarns: bool = False)
     """Spawn floor, round table, a ball on it and an n×n tablecloth 0.35 m above; return the cloth.
 
     ``yarns``: the tablecloth's ``Cloth.yarns``. Off in the game: with yarns (and the woven stretch limit) the
-    tablecloth drapes at 0.5 % stretch instead of 7 % (docs/models.md, "Stiffness") but creeps across the table
+    tablecloth drapes at 0.5 % stretch instead of 10 % (docs/models.md, "Stiffness") but creeps across the table
     and slides off it after 10–15 s (the yarn solve slides resting particles along the top without friction:
     issue 17's note), so the game keeps Loom's older cloth (plain sweeps, two per substep, no stretch limit)
     until that is fixed; the stiffness benchmark's table scene turns them on."""
