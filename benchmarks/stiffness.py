@@ -171,7 +171,8 @@ def parse_setting(setting: str) -> Setting:
                 key = {"S": "stretch_limit", "L": "strain_limit", "K": "shear_compliance"}[option[0]]
                 values[key] = number / 100.0 if option[0] in "SL" else number
         parsed = Setting(int(match.group(1)), int(match.group(2)), values.pop("strain_limit", None), **values)
-        if parsed.substeps < 1 or parsed.iterations < 1 or (parsed.strain_limit is not None and parsed.strain_limit >= 10):
+        if parsed.substeps < 1 or parsed.iterations < 1 or (parsed.strain_limit is not None
+                                                             and parsed.strain_limit >= 10):
             raise ValueError
     except ValueError:
         raise ValueError(f"setting {setting!r}: expected substeps x sweeps, then any of g (plain sweeps), u (no "

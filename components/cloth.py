@@ -255,8 +255,15 @@ class Cloth(Revisioned):
         kinds = self.link_kind[self.link_order]
         compliance = np.array([m.stretch_compliance, m.shear_compliance, m.bend_compliance])[kinds]
         self.link_compliance[:] = compliance
-        limit = np.array([min(_limit(m.strain_limit), _limit(m.stretch_limit)), _limit(m.strain_limit), np.inf])
-        object.__setattr__(self, "link_max", np.ascontiguousarray(self.link_rest * limit[kinds]))
+        object.__setattr__(self, "link_max", self.link_bounds(m.strain_limit, m.stretch_limit))
+
+    def link_bounds(self, strain_limit: float | None, stretch_limit: float | None = None) -> np.ndarray:
+        """Longest each link may be [m], (c,), colour order: (1 + strain_limit) × rest for stretch and shear links,
+        (1 + stretch_limit) × rest for stretch links if shorter, inf for bend links and where a limit is None
+        (``link_max`` is this for the material's two limits)."""
+        kinds = self.link_kind[self.link_order]
+        limit = np.array([min(_limit(strain_limit), _limit(stretch_limit)), _limit(strain_limit), np.inf])
+        return np.ascontiguousarray(self.link_rest * limit[kinds])
 
     def _build_links(self, links: np.ndarray, kinds: np.ndarray) -> None:
         """Derive rest lengths, compliances and strain limits, then store the links in colour order."""

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import pygame
 
 from loom import GLRenderPlugin, WindowPlugin
-from loom.components import (MODELS, SETTINGS, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Cylinder, InputState, Plane,
-                             Sphere, Transform)
+from loom.components import (MODELS, SETTINGS, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Cylinder,
+                             InputState, Plane, Sphere, Transform)
 from loom.engine import App, Mesh, Stage, mesh, parser, run_app
 from loom.systems import DefaultPlugins
 

@@ -35,7 +35,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from loom.components import BEND, STRETCH, Cloth, Tearable
+from loom.components import STRETCH, Cloth, Tearable
 from loom.engine import App
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 from loom.systems.shared.distance_limits import DeformationLimits
@@ -111,10 +111,11 @@ def limit_links(app: App, h: float) -> None:
     or shear link longer than (1 + strain_limit) × rest (``Cloth.link_max``), whatever the solve and the contacts
     left; or the limit reports that it could not (``DeformationLimits.of(cloth)``, the ``loom.limits`` log).
 
-    A cloth that can tear (an active ``Tearable``) keeps only Provot's ``strain_limit``: it tears where a link
-    stays overstretched, so the stretch limit, which would hold every link under the tear strain, is not applied."""
+    A cloth that can tear (an active ``Tearable``: ``ConstraintTables.plain``, refreshed by this step's solve) keeps
+    only Provot's ``strain_limit``: it tears where a link stays overstretched, so the stretch limit, which would hold
+    every link under the tear strain, is not applied."""
     limits = None
-    tearing = {id(cloth) for _, cloth, tear in app.query(Cloth, Tearable) if tear.active}
+    tearing = app.init_resource(ConstraintTables).plain
     for cloth in clothes_of(app, MODEL):
         m = cloth.material
         if m.strain_limit is None and (m.stretch_limit is None or id(cloth) in tearing):
@@ -136,9 +137,7 @@ class ProvotBounds:
         """``cloth``'s bounds: (1 + strain_limit) × rest for stretch and shear links, inf for bend links."""
         entry = self.by_cloth.get(id(cloth))
         if entry is None or entry[0] is not cloth.link_rest or entry[1] != cloth.material.strain_limit:
-            kinds = cloth.link_kind[cloth.link_order]
-            bounds = np.where(kinds == BEND, np.inf, cloth.link_rest * (1.0 + cloth.material.strain_limit))
-            entry = (cloth.link_rest, cloth.material.strain_limit, np.ascontiguousarray(bounds))
+            entry = (cloth.link_rest, cloth.material.strain_limit, cloth.link_bounds(cloth.material.strain_limit))
             self.by_cloth[id(cloth)] = entry
         return entry[2]
 
@@ -221,8 +220,9 @@ def _constraint_arrays(cloth: Cloth, yarns_on: bool) -> Held:
         yarns = tuple(build_yarns(cloth.link_i, cloth.link_j, stretch, cloth.rest_x))
         colour = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
         sweep_end = offsets[:-1] + np.bincount(colour[~stretch], minlength=offsets.shape[0] - 1)
-    return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance,
-                                 offsets, np.ascontiguousarray(sweep_end, np.int64), cloth.bend_quads, cloth.bend_rest_angle, bend_offsets,
+    return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, offsets,
+                                 np.ascontiguousarray(sweep_end, np.int64), cloth.bend_quads, cloth.bend_rest_angle,
+                                 bend_offsets,
                                  cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
                                  cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda, *yarns,
                                  cloth.contact))
@@ -534,8 +534,8 @@ def _sweep_yarns(inv_h2, arrays, resting_only):
     for step in range(count):
         c = step if resting_only else count - 1 - step
         for y in prange(colors[c], colors[c + 1]):
-            solve_yarn(np.int64(y), particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                       resting, x, link_lambda)
+            solve_yarn(np.int64(y), particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass,
+                       contact, resting, x, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy")
