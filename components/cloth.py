@@ -141,12 +141,13 @@ class Cloth(Revisioned):
     force: np.ndarray = field(init=False, repr=False)
     """External forces for this step [N], (n, 3): wind and user forces add here; cleared after each step."""
     contact: np.ndarray = field(init=False, repr=False)
-    """What each particle touched in the last substep, (n, 4): the collider's outward unit normal (columns 0–2, [-])
+    """What each particle touched in the last substep, (n, 5): the collider's outward unit normal (columns 0–2, [-])
     and in column 3 1.0 if that collider was at rest (moved less than a tenth of the contact reach), 0.0 if it moved;
     −1.0 and no normal if it touched only two-way bodies (``Collider.two_way``: they give way, and the contact's push
-    back is their impulse); 2.0 and no normal if the particle was squeezed out of a pinch;
-    all zero where it touched nothing. Written by environment collision. XPBD's yarn solve and stretch limit let
-    such a particle slide along the surface but not into it: right after the collisions, and in the next substep's
+    back is their impulse); 2.0 and no normal if the particle was squeezed out of a pinch; 3.0 if it rests and
+    static friction held it; all zero where it touched nothing; column 4: how far [m] the substep's solve would
+    have moved it into the surface it rests on (the surface took that push: friction's budget in the collisions).
+    Written by environment collision. XPBD's yarn solve and stretch limit let such a particle slide along the surface but not into it: right after the collisions, and in the next substep's
     solve for a collider at rest (a moving one may have left), so a yarn pulled over a table's rim is not pulled
     into the rim by the solve and pushed back out by the contact (which left the links at the rim 2–3 % long every
     substep). After the collisions a yarn touching a two-way body is not solved again, and a squeezed-out particle
@@ -232,7 +233,7 @@ class Cloth(Revisioned):
         self.v = np.zeros_like(self.x)
         self.x_prev = self.x.copy()
         self.force = np.zeros_like(self.x)
-        self.contact = np.zeros((n, 4))
+        self.contact = np.zeros((n, 5))
         self.tether_offsets = np.zeros(n + 1, np.int32)
         self.tether_anchor = np.zeros(0, np.int32)
         self.tether_length = np.zeros(0)
@@ -444,7 +445,7 @@ Cloth._fields = {
     "base_inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
     "v": Arr(("n", 3), dtype="state", unit=" [m/s]"),
     "x_prev": Arr(("n", 3), dtype="state", unit=" [m]"),
-    "contact": Arr(("n", 4), unit=" [-]"),
+    "contact": Arr(("n", 5), unit=" [-]"),
     "force": Arr(("n", 3), dtype="state", unit=" [N]"),
     "link_lambda": Arr(("c",)),
     "bend_lambda": Arr(("b",)),

@@ -135,7 +135,7 @@ def test_one_yarn_solve_is_the_exact_xpbd_step_of_all_its_links_together(contact
     expected_x, expected_lam, released = _dense_step(x, inv_mass, normal, order, cloth.link_rest[k_of],
                                                      compliance[k_of] * inv_h2, lam[k_of])
     got_x, got_lam = x.copy(), lam.copy()
-    touch = np.zeros((n, 4))                                 # normals of colliders at rest (column 3: 1.0)
+    touch = np.zeros((n, 5))                                 # normals of colliders at rest (column 3: 1.0)
     touch[:, :3] = normal
     touch[touching, 3] = 1.0
     _solve_all(np.array([0, 1]), yarns.particles, yarns.links, yarns.offsets, yarns.scratch, cloth.link_rest,

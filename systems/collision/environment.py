@@ -13,16 +13,21 @@ nlerp) to the substep's start and end, and for every free particle, in the colli
    along the outward normal n by the penetration depth (Fuhrmann 2003 eq. 18: r_n = n·(t − d));
 3. friction on the slip relative to the surface: d = (x − x_prev) − (surface point's motion over
    the substep), d_t = d − n(d·n) (eq. 19), cut by r_t = −c_f·d_t (eqs. 20–21) with Coulomb's law
-   in position form: c_f = 1 (static, sticks) if |d_t| ≤ μ·depth, else μ·depth/|d_t| (kinetic);
-   μ = √(μ_cloth·μ_collider). A particle resting on a moving platform therefore rides along.
+   in position form: c_f = 1 (static, sticks) if |d_t| ≤ μ·N, else μ·N/|d_t| (kinetic);
+   μ = √(μ_cloth·μ_collider), N the normal push the surface gave this substep: the contact's depth
+   plus what the XPBD solve would have moved the particle into a surface it rests on (its yarns keep
+   it on the surface: ``Cloth.contact`` column 4). A particle resting on a moving platform therefore
+   rides along; one static friction held is ``STUCK`` for the pass after the collisions.
 4. pinching: a particle pushed out of one collider into another whose surface faces the other way
    (normals more than 120° apart: a hero's feet landing on cape lying on the floor) cannot satisfy
    both by pushing along their normals — each substep one pushes it back into the other. It is put on
    the larger collider's surface (the level: the larger bounding ball, a plane or mesh counts as
    infinite) and slid out of the smaller one (the body) within that surface, toward the cloth's
    centre (so neighbours leave the same way), by up to ``PINCH_SLIDE`` a substep, until it is the
-   body's contact reach outside it (bisection on its signed distance, ``PINCH_STEPS``). The slide
-   moves x_prev with x: it gives the particle no velocity and the colliders no impulse.
+   body's contact reach outside it (bisection on its signed distance, ``PINCH_STEPS``). It leaves the
+   pinch at rest (x_prev = x) and gives the colliders no impulse: caught between a landing hero's feet
+   and the floor, moving only by the slide, it has no velocity of its own (kept, the solve's pull on it
+   in the substeps it was held became velocity: the cape flew up 6–8 m/s when the hero landed on it).
 The correction's momentum m·Δx/h is accumulated per collider (``ColliderSet.impulse``) so a rigid
 body bridge can push back (two-way coupling).
 """
@@ -73,6 +78,13 @@ HELD = 2.0
 """``Cloth.contact`` column 3 of a particle squeezed out of a pinch this substep: after the collisions the yarns and
 the stretch limit do not move it (its two colliders' normals do not fit in one column; moved along one, the yarn
 pulled it back under the other: a particle squeezed out from under a box ended 1.5 mm inside it)."""
+STUCK = 3.0
+"""``Cloth.contact`` column 3 of a particle resting on a collider (``RESTING``) that static friction held this
+substep (its slip within Coulomb's cone): after the collisions the yarns leave it where friction put it, as they
+leave a ``HELD`` one; the next substep's solve slides it along the surface like any resting particle, and the
+stretch limit may slide it (a limit is hard, friction gives way). Without it the pass after the collisions slid
+resting particles along the surface with no friction at all: the drape's tablecloth, pulled by its skirt,
+crept across the table and fell off it in 5 s (issue 17)."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
@@ -403,7 +415,8 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     mine = f.mine[chunk]
     contact = cloth.contact
     for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
-        contact[p, 0] = contact[p, 1] = contact[p, 2] = contact[p, 3] = 0.0
+        pressed = contact[p, 4]            # the normal push its surface took in the solve [m]: friction's too
+        contact[p, 0] = contact[p, 1] = contact[p, 2] = contact[p, 3] = contact[p, 4] = 0.0
         if inv_mass[p] == 0.0:
             continue
         x0, y0, z0 = x[p, 0], x[p, 1], x[p, 2]          # as the solver left it
@@ -495,9 +508,12 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             along = dx * nx + dy * ny + dz * nz
             tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
             slip = math.sqrt(tx * tx + ty * ty + tz * tz)
+            stuck = True                             # static friction holds it (or it did not slip)
             if slip > 1e-15:
                 mu = math.sqrt(cloth.friction * friction[c])
-                cf = 1.0 if slip <= mu * max(push, 0.0) else mu * max(push, 0.0) / slip
+                budget = mu * (max(push, 0.0) + pressed)
+                stuck = slip <= budget
+                cf = 1.0 if stuck else budget / slip
                 wx -= cf * tx
                 wy -= cf * ty
                 wz -= cf * tz
@@ -515,7 +531,8 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
             if not col.two_way[c]:       # the yarns and the limit slide it along this surface
                 contact[p, 0], contact[p, 1], contact[p, 2] = nx, ny, nz
-                contact[p, 3] = 1.0 if motion[c] <= RESTING * reach else 0.0
+                resting = motion[c] <= RESTING * reach
+                contact[p, 3] = (STUCK if stuck else 1.0) if resting else 0.0
             elif contact[p, 3] == 0.0:   # a two-way body: no normal (it gives way), −1
                 contact[p, 3] = -1.0
             maybe = False                # _facing's test on cheap bounds first
@@ -532,10 +549,10 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             if b >= 0:                   # pushed into another collider facing the other way: pinched
                 ux, uy, uz = _unpinch(col, f, sd, c, b, (wx, wy, wz), start, cloth.thickness)
                 pinched = True
-        if pinched:   # squeezed out, not launched: the slide shifts x_prev with x, so this substep's pushes
-            x_prev[p, 0] += ux - x0     # give the particle no velocity, and no collider an impulse
-            x_prev[p, 1] += uy - y0
-            x_prev[p, 2] += uz - z0
+        if pinched:   # squeezed out, not launched: caught between two surfaces it leaves at rest, and gives
+            x_prev[p, 0] = ux           # no collider an impulse
+            x_prev[p, 1] = uy
+            x_prev[p, 2] = uz
             x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
             contact[p, 0] = contact[p, 1] = contact[p, 2] = 0.0
             contact[p, 3] = HELD         # where it was squeezed out to: the yarns and the limit leave it there

@@ -217,8 +217,10 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
 
     particles, links, offsets, scratch: the cloth's ``Yarns`` (arrays, not the tuple: a parallel kernel's loop
     body takes arrays); link tables (colour order): rest [m], compliance α [m/N], multipliers (written);
-    inv_h2 = 1/h² [1/s²]; inv_mass (n,) [1/kg]; contact (n, 4): ``Cloth.contact`` (with ``resting_only``, only
-    contacts with colliders at rest count: a substep's solve; else all, after the collisions); x (n, 3) [m] written.
+    inv_h2 = 1/h² [1/s²]; inv_mass (n,) [1/kg]; contact (n, 5): ``Cloth.contact`` (with ``resting_only``, only
+    contacts with colliders at rest count: a substep's solve, which adds the normal push each resting particle's
+    surface takes to column 4, friction's budget in the collisions; else all, after the collisions); x (n, 3) [m]
+    written.
 
     A particle resting on a collider (normal c ≠ 0) moves only along the surface: its inverse mass becomes the
     projection W = w (I − c cᵀ), so in the rows n·W·n = w (1 − (n·c)²), the coupling of two links through it
@@ -244,10 +246,16 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     if last <= first:
         return
     one = np.uint64(1)
+    stuck = not resting_only                    # friction holds its particles (``_mobility``) unless the yarn
+    if stuck:                                   # has one squeezed out of a pinch
+        for e in range(first, last + one):
+            if contact[np.uint64(particles[e]), 3] == 2.0:
+                stuck = False
+                break
     a = np.uint64(particles[first])
     ax, ay, az = x[a, 0], x[a, 1], x[a, 2]
     cx, cy, cz = _normal(contact, a, resting_only)
-    wa = _mobility(inv_mass, contact, a, resting_only)
+    wa = _mobility(inv_mass, contact, a, resting_only, stuck)
     anchored = wa == 0.0                        # this stretch of yarn started at a fixed particle
     sx, sy, sz, spanned = ax, ay, az, 0.0       # where it started, and its rest length so far [m]
     link_by_link = False                        # taut between two anchors (below)
@@ -258,7 +266,7 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
         k = np.uint64(links[e])
         bx, by, bz = x[b, 0], x[b, 1], x[b, 2]
         qx, qy, qz = _normal(contact, b, resting_only)
-        wb = _mobility(inv_mass, contact, b, resting_only)
+        wb = _mobility(inv_mass, contact, b, resting_only, stuck)
         if contact[b, 3] < 0.0:
             two_way = True
         dx = bx - ax
@@ -325,12 +333,14 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
             gy += oy * dlam
             gz += oz * dlam
         b = np.uint64(particles[e])
-        wb = _mobility(inv_mass, contact, b, resting_only)
+        wb = _mobility(inv_mass, contact, b, resting_only, stuck)
         cx, cy, cz = _normal(contact, b, resting_only)
         along = gx * cx + gy * cy + gz * cz
         if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
             contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
             along = 0.0
+        elif resting_only:                                   # pressed into it: the surface takes the push (friction)
+            contact[b, 4] -= wb * along
         x[b, 0] += wb * (gx - cx * along)       # else no move into the surface it rests on
         x[b, 1] += wb * (gy - cy * along)
         x[b, 2] += wb * (gz - cz * along)
@@ -368,17 +378,18 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
 
 
 @numba.njit(inline="always")
-def _mobility(inv_mass, contact, p, resting_only):
+def _mobility(inv_mass, contact, p, resting_only, stuck):
     """Particle p's inverse mass in the solve [1/kg]: 0 after the collisions (not ``resting_only``) for a particle
-    squeezed out of a pinch this substep (``Cloth.contact`` column 3 = 2: it stays where the contacts put it)."""
-    if not resting_only and contact[p, 3] == 2.0:
+    squeezed out of a pinch this substep or held by static friction (``Cloth.contact`` column 3 = 2, ``HELD``, or 3,
+    ``STUCK``: it stays where the contacts put it)."""
+    if not resting_only and (contact[p, 3] == 2.0 or (stuck and contact[p, 3] == 3.0)):
         return 0.0
     return inv_mass[p]
 
 
 @numba.njit(inline="always")
 def _normal(contact, p, resting_only):
-    """Particle p's contact normal from ``Cloth.contact`` (n, 4), or zero where it touched nothing, or with
+    """Particle p's contact normal from ``Cloth.contact`` (n, 5), or zero where it touched nothing, or with
     ``resting_only`` a collider that was moving."""
     if resting_only and contact[p, 3] <= 0.0:
         return 0.0, 0.0, 0.0
