@@ -33,6 +33,17 @@ PRECISIONS = ("float64", "float32")
 STRETCH, SHEAR, BEND = 0, 1, 2
 """``link_kind`` codes: structural, shear and (distance) bending links."""
 LINK_KINDS = ("stretch", "shear", "bend")
+HELD = 2.0
+"""``Cloth.contact`` column 3 of a particle squeezed out of a pinch this substep: after the collisions the yarns and
+the stretch limit do not move it (its two colliders' normals do not fit in one column; moved along one, the yarn
+pulled it back under the other: a particle squeezed out from under a box ended 1.5 mm inside it)."""
+STUCK = 3.0
+"""``Cloth.contact`` column 3 of a particle resting on a collider (``loom.systems.collision.environment.RESTING``)
+that static friction held this substep (its slip within Coulomb's cone): after the collisions the yarns leave it
+where friction put it, as they leave a ``HELD`` one; the next substep's solve slides it along the surface like any
+resting particle, and the stretch limit may slide it (a limit is hard, friction gives way). Without it the pass
+after the collisions slid resting particles along the surface with no friction at all: the drape's tablecloth,
+pulled by its skirt, crept across the table and fell off it in 5 s (issue 17)."""
 
 
 @dataclass(eq=False)
@@ -147,10 +158,10 @@ class Cloth(Revisioned):
     back is their impulse); 2.0 and no normal if the particle was squeezed out of a pinch; 3.0 if it rests and
     static friction held it; all zero where it touched nothing; column 4: how far [m] the substep's solve would
     have moved it into the surface it rests on (the surface took that push: friction's budget in the collisions).
-    Written by environment collision. XPBD's yarn solve and stretch limit let such a particle slide along the surface but not into it: right after the collisions, and in the next substep's
-    solve for a collider at rest (a moving one may have left), so a yarn pulled over a table's rim is not pulled
-    into the rim by the solve and pushed back out by the contact (which left the links at the rim 2–3 % long every
-    substep). After the collisions a yarn touching a two-way body is not solved again, and a squeezed-out particle
+    Written by environment collision. XPBD's yarn solve and stretch limit let such a particle slide along the
+    surface but not into it: right after the collisions, and in the next substep's solve for a collider at rest
+    (a moving one may have left), so a yarn pulled over a table's rim is not pulled into the rim by the solve and
+    pushed back out by the contact (which left the links at the rim 2–3 % long every substep). After the collisions a yarn touching a two-way body is not solved again, and a squeezed-out particle
     does not move."""
 
     # --- solver internals (XPBD multipliers, tethers, the guard's counter) ---------------------

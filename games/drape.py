@@ -80,8 +80,9 @@ def tablecloth(sheet: Mesh, model: str, bending: str, yarns: bool = False) -> Cl
     if model in MODEL_BENDING:
         knob, values = MODEL_BENDING[model]
         settings = SETTINGS[model](**{knob: values[list(BENDING).index(bending)]})
-    material = ClothMaterial.preset("cotton", bend_compliance=BENDING[bending],
-                                    stretch_limit=ClothMaterial.preset("cotton").stretch_limit if yarns else None)
+    material = ClothMaterial.preset("cotton", bend_compliance=BENDING[bending])
+    if not yarns:
+        material = material.replace(stretch_limit=None)
     return Cloth.from_mesh(sheet, material, model=model, settings=settings, thickness=max(spacing, 0.005),
                            self_collision=True, yarns=yarns, iterations=1 if yarns else 2)
 

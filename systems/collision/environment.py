@@ -42,6 +42,7 @@ import numpy as np
 from numba import prange
 
 from loom.components import Cloth, Collider, ColliderSet, Transform
+from loom.components.cloth import HELD, STUCK
 from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
                                  Prism, Sphere, TriangleMesh, rotation_to_quaternion)
 from loom.engine import App
@@ -74,17 +75,6 @@ on it (``Cloth.contact`` column 3): the next substep's XPBD solve keeps it on th
 falling ball, a running hero) may be moving away from it, and a particle held to where the surface was would not
 follow it (a one-way ball passing through a bed left the bed bulging upward); its normal serves only the pass
 right after the collisions (``settle_yarns``), when the surface is still where it was met."""
-HELD = 2.0
-"""``Cloth.contact`` column 3 of a particle squeezed out of a pinch this substep: after the collisions the yarns and
-the stretch limit do not move it (its two colliders' normals do not fit in one column; moved along one, the yarn
-pulled it back under the other: a particle squeezed out from under a box ended 1.5 mm inside it)."""
-STUCK = 3.0
-"""``Cloth.contact`` column 3 of a particle resting on a collider (``RESTING``) that static friction held this
-substep (its slip within Coulomb's cone): after the collisions the yarns leave it where friction put it, as they
-leave a ``HELD`` one; the next substep's solve slides it along the surface like any resting particle, and the
-stretch limit may slide it (a limit is hard, friction gives way). Without it the pass after the collisions slid
-resting particles along the surface with no friction at all: the drape's tablecloth, pulled by its skirt,
-crept across the table and fell off it in 5 s (issue 17)."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →

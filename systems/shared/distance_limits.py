@@ -61,6 +61,7 @@ import numba
 import numpy as np
 
 from loom.components import Cloth
+from loom.components.cloth import HELD
 from loom.systems.shared.held import hold
 
 log = logging.getLogger("loom.limits")
@@ -428,9 +429,9 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
         b = link_j[k]
         wa = inv_mass[a]
         wb = inv_mass[b]
-        if contact.shape[0] > 0:                     # squeezed out of a pinch this substep: stays (environment.HELD)
-            wa = 0.0 if contact[a, 3] == 2.0 else wa
-            wb = 0.0 if contact[b, 3] == 2.0 else wb
+        if contact.shape[0] > 0:                     # squeezed out of a pinch this substep: stays
+            wa = 0.0 if contact[a, 3] == HELD else wa
+            wb = 0.0 if contact[b, 3] == HELD else wb
         dx = np.float64(x[a, 0]) - np.float64(x[b, 0])
         dy = np.float64(x[a, 1]) - np.float64(x[b, 1])
         dz = np.float64(x[a, 2]) - np.float64(x[b, 2])

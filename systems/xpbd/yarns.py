@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from loom.components.cloth import HELD, STUCK
 from loom.engine.coloring import color_groups
 
 STRAIGHT = 0.7
@@ -249,7 +250,7 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     stuck = not resting_only                    # friction holds its particles (``_mobility``) unless the yarn
     if stuck:                                   # has one squeezed out of a pinch
         for e in range(first, last + one):
-            if contact[np.uint64(particles[e]), 3] == 2.0:
+            if contact[np.uint64(particles[e]), 3] == HELD:
                 stuck = False
                 break
     a = np.uint64(particles[first])
@@ -339,7 +340,7 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
         if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
             contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
             along = 0.0
-        elif resting_only:                                   # pressed into it: the surface takes the push (friction)
+        elif resting_only and along < 0.0:                   # pressed into it: the surface takes the push (friction)
             contact[b, 4] -= wb * along
         x[b, 0] += wb * (gx - cx * along)       # else no move into the surface it rests on
         x[b, 1] += wb * (gy - cy * along)
@@ -380,9 +381,9 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
 @numba.njit(inline="always")
 def _mobility(inv_mass, contact, p, resting_only, stuck):
     """Particle p's inverse mass in the solve [1/kg]: 0 after the collisions (not ``resting_only``) for a particle
-    squeezed out of a pinch this substep or held by static friction (``Cloth.contact`` column 3 = 2, ``HELD``, or 3,
+    squeezed out of a pinch this substep or held by static friction (``Cloth.contact`` column 3 ``HELD`` or
     ``STUCK``: it stays where the contacts put it)."""
-    if not resting_only and (contact[p, 3] == 2.0 or (stuck and contact[p, 3] == 3.0)):
+    if not resting_only and (contact[p, 3] == HELD or (stuck and contact[p, 3] == STUCK)):
         return 0.0
     return inv_mass[p]
 
