@@ -13,9 +13,14 @@ video_driver.
 ``--kernels N`` instead launches the game once on an empty cache, in an offscreen window (``--headless``: none,
 so no renderer kernels) for ``--frames`` steps (default 60, so contact kernels compile too) and prints the N numba functions that took longest to compile, one JSON line
 each: kernel (qualified name and module), seconds (its own compile, the functions it called left out),
-compiles (signatures), then a total line.
+compiles (signatures), then a total line (one process: no compile-ahead worker).
 
-Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless] [--kernels 20 [--frames 60]]
+``--busy`` keeps one core busy (a second Python process spinning) during the runs, as a game's machine is.
+A cold launch compiles on two cores when the game has a kernel list (``loom.engine.compile_ahead``);
+``--one-core`` turns that off (``LOOM_COMPILE_AHEAD=0``) for a before/after in one run.
+
+Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless] [--busy] [--one-core]
+                                       [--kernels 20 [--frames 60]]
 """
 from __future__ import annotations
 
@@ -32,9 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 GAMES = ("cape", "flag", "drape", "sandbox", "hanging_sheet")
 
 
-def run(game: str, cache_dir: str | None, *, headless: bool) -> dict:
-    """Launch the game once with numba's cache in ``cache_dir`` (None: where it is); return the timing record."""
+def run(game: str, cache_dir: str | None, *, headless: bool, one_core: bool = False) -> dict:
+    """Launch the game once with numba's cache in ``cache_dir`` (None: where it is); return the timing record.
+    ``one_core``: no compile-ahead worker."""
     env = {**os.environ, "SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy"}
+    if one_core:
+        env["LOOM_COMPILE_AHEAD"] = "0"
     if cache_dir:
         env["NUMBA_CACHE_DIR"] = cache_dir
     command = [sys.executable, "-m", f"games.{game}", "--frames", "1", "--report", "json"]
@@ -102,7 +110,8 @@ def kernel_times(game: str, frames: int, top: int, *, headless: bool = True) -> 
     headless, or in an offscreen window, so the renderer's kernels compile too): the ``top`` longest, then a
     total record (functions, their compile events, seconds)."""
     with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:
-        env = {**os.environ, "SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy", "NUMBA_CACHE_DIR": empty}
+        env = {**os.environ, "SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy", "NUMBA_CACHE_DIR": empty,
+               "LOOM_COMPILE_AHEAD": "0"}                 # every kernel compiled here, where it is timed
         run_ = subprocess.run([sys.executable, "-c", _KERNEL_TIMES, game, str(frames),
                                "headless" if headless else "window"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=900)
@@ -127,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--kernels", type=int, metavar="N", default=None,
                    help="instead: the N numba functions a cold launch spends longest compiling (own time)")
     p.add_argument("--frames", type=int, default=60, help="steps of the --kernels run (default 60)")
+    p.add_argument("--busy", action="store_true", help="keep one core busy during the runs")
+    p.add_argument("--one-core", action="store_true", help="no compile-ahead worker (LOOM_COMPILE_AHEAD=0)")
     args = p.parse_args(argv)
     if args.kernels is not None:
         if args.kernels < 1 or args.frames < 1:
@@ -134,8 +145,15 @@ def main(argv: list[str] | None = None) -> None:
         for record in kernel_times(args.game, args.frames, args.kernels, headless=args.headless):
             print(json.dumps(record), flush=True)
         return
-    with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:
-        for cache in args.runs:
-            directory = empty if cache == "cold" or "cold" in args.runs else None
-            record = run(args.game, directory, headless=args.headless)
-            print(json.dumps({**record, "cache": cache}), flush=True)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="loom-numba-") as empty:
+            for cache in args.runs:
+                directory = empty if cache == "cold" or "cold" in args.runs else None
+                record = run(args.game, directory, headless=args.headless, one_core=args.one_core)
+                print(json.dumps({**record, "cache": cache, "busy": args.busy,
+                                  "compile_ahead": not args.one_core}), flush=True)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()

@@ -12,7 +12,7 @@ from loom.engine import kernel_cache, threads
 threads.apply_policy()
 kernel_cache.install()
 
-from loom.engine import mesh  # noqa: E402  (after the thread policy)
+from loom.engine import compile_ahead, mesh  # noqa: E402  (after the thread policy)
 from loom.engine.app import App
 from loom.engine.clock import FixedClock
 from loom.engine.compile_progress import show_compile_progress
@@ -25,5 +25,5 @@ from loom.engine.schedule import Stage
 from loom.engine.window import Window, WindowSettings
 
 __all__ = ["HEADLESS_FRAMES", "App", "FixedClock", "FrameStats", "Mesh", "Plugin", "PluginError", "PluginGroup", "Stage", "Window", "WindowRunner",
-           "WindowSettings", "check_outputs", "mesh", "open_recorder", "parser", "print_report", "run_app",
-           "show_compile_progress"]
+           "WindowSettings", "check_outputs", "compile_ahead", "mesh", "open_recorder", "parser", "print_report",
+           "run_app", "show_compile_progress"]

@@ -68,13 +68,16 @@ class CompileProgress(event.Listener):
         if self.started is None:
             self.started = now
             self._write("loom: compiling numba kernels (first launch only: they are cached for the next)")
-        self.count += 1
         dispatcher = (ev.data or {}).get("dispatcher")
-        name = getattr(getattr(dispatcher, "py_func", None), "__qualname__", "?")
+        self.advance(now, "now", getattr(getattr(dispatcher, "py_func", None), "__qualname__", "?"))
+
+    def advance(self, now: float, what: str, name: str) -> None:
+        """Count one more function prepared (``what``: "now" compiling, or "loaded") and report it, throttled."""
+        self.count += 1
         if now - self._last >= self.interval:
             self._last = now
             seconds = now - self.started
-            self._write(f"loom:   {self.progress_text()}, {seconds:.1f} s; now {name}")
+            self._write(f"loom:   {self.progress_text()}, {seconds:.1f} s; {what} {name}")
             for hook in list(self.hooks):
                 hook(self.count, seconds, name)
 
@@ -101,6 +104,14 @@ class _Counter(event.Listener):
 _counter = _Counter()
 event.register("numba:compile", _counter)
 _listener: CompileProgress | None = None
+
+
+def note_loaded(name: str) -> None:
+    """A Loom kernel was loaded from numba's cache: during a first launch (after a compile began) it counts as
+    one more function prepared, for the kernels the compile-ahead worker compiled (``loom.engine.compile_ahead``)
+    to move the progress on too. A warm launch (nothing compiled yet) is left silent."""
+    if _listener is not None and _listener.started is not None:
+        _listener.advance(time.perf_counter(), "loaded", name)
 
 
 def compiles() -> int:

@@ -27,6 +27,11 @@ ENV_VAR = "LOOM_FAST_KERNEL_LOAD"
 
 _original: Callable[..., Any] | None = None
 
+miss_hooks: list[Callable[[Any], bool]] = []
+"""Called as ``hook(cache)`` when a Loom kernel is not in numba's cache (``cache`` is numba's ``Cache`` of it); a
+hook that returns True has seen it put there since (the compile-ahead worker finished compiling it,
+``loom.engine.compile_ahead``), and the load is tried once more instead of compiling it a second time."""
+
 
 def _is_loom_kernel(cache: Any) -> bool:
     """Whether a numba ``Cache`` belongs to a function defined in a ``loom`` module."""
@@ -42,7 +47,14 @@ def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
     import numba.cpython.hashing  # noqa: F401  (registers the _Py_HashSecret symbols hashing code links to)
     rtsys.initialize(target_context)
     with self._guard_against_spurious_io_errors():
-        return self._load_overload(sig, target_context)
+        loaded = self._load_overload(sig, target_context)
+    if loaded is None and any([hook(self) for hook in list(miss_hooks)]):
+        with self._guard_against_spurious_io_errors():
+            loaded = self._load_overload(sig, target_context)
+    if loaded is not None:
+        from loom.engine.compile_progress import note_loaded
+        note_loaded(self._py_func.__qualname__)
+    return loaded
 
 
 def install() -> bool:

@@ -131,7 +131,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def run_app(app: Any, argv: Iterable[str] | None = None, *,
             arg_parser: argparse.ArgumentParser | None = None,
-            build: Callable[[Any], Any] | None = None, compiles: int | None = None) -> dict[str, Any]:
+            build: Callable[[Any], Any] | None = None, compiles: int | None = None,
+            kernels: str | os.PathLike | None = None) -> dict[str, Any]:
     """Parse ``argv`` (default: sys.argv[1:]), run ``app`` headless or windowed, print and return the report.
 
     ``build(app)``, when given, spawns the game's scene after the command line was checked and, in a window,
@@ -139,10 +140,14 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
     shows a loading view meanwhile instead of appearing only once everything is compiled. ``compiles``: how
     many functions a first launch compiles before its first frame (the report's ``compiles`` of a cold run,
     ``python -m loom.benchmarks startup --runs cold``), so its progress says how far along it is. The report
-    adds ``compiles``: the functions numba compiled in this process (0 on a warm launch)."""
+    adds ``compiles``: the functions numba compiled in this process (0 on a warm launch). ``kernels``: the game's
+    kernel list, for a first launch to compile on two cores (``loom.engine.compile_ahead``; None: one)."""
     p = arg_parser or parser()
     args = p.parse_args(None if argv is None else list(argv))
     check_outputs(args)                                    # a bad path is one line now, not after the run
+    if kernels is not None:                                # before the build: a first launch's other core
+        from loom.engine import compile_ahead
+        compile_ahead.start(kernels)
     show_compile_progress().expect(compiles)
     if getattr(args, "threads", None) is not None:
         try:

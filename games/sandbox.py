@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pygame
@@ -365,10 +366,15 @@ def sandbox_report(app: App) -> dict:
             "tears": tear.tears, "pinned": int(pin.active.sum()), "held": held}
 
 
-FIRST_LAUNCH_COMPILES = 70
-"""Functions numba compiles in a first launch's first 10 frames (an empty cache, a window): the loading view's
-progress is a fraction of it. Measured with the startup benchmark's ``--kernels`` total (``compiles``).
+FIRST_LAUNCH_COMPILES = 56
+"""Functions numba compiles in a first launch's first 10 frames (an empty cache, a window, one process): the
+loading view's progress is a fraction of it (kernels the compile-ahead worker compiled count as they load).
+Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """
+
+KERNELS = Path(__file__).resolve().parent / "kernels" / "sandbox.pickle"
+"""The kernel list a first launch compiles on a second core (``loom.engine.compile_ahead``; regenerate with
+``python -m loom.games --kernel-lists``)."""
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -378,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     app.add_plugin(WindowPlugin(title="Loom — sandbox: drag grab · Space blow · T tear · P pin · M model · "
                                       "1–5 fabric · R reset"))
     return run_app(app, argv, arg_parser=parser("python -m loom.games.sandbox"), build=build_scene,
-                   compiles=FIRST_LAUNCH_COMPILES)
+                   compiles=FIRST_LAUNCH_COMPILES, kernels=KERNELS)
 
 
 if __name__ == "__main__":

@@ -274,5 +274,6 @@ def test_precompile_runs_each_game_headless_and_reports_it(capsys, monkeypatch):
     monkeypatch.setattr(lister, "PRECOMPILE_EXTRA", (("hanging_sheet", "--model", "verlet"),))
     assert lister.precompile({"hanging_sheet": ""}) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split("  ")[0].strip() for line in lines] == ["hanging_sheet", "hanging_sheet --model verlet"]
+    assert [line.split("  ")[0].strip() for line in lines] == ["hanging_sheet", "hanging_sheet --model verlet",
+                                                              "hanging_sheet kernel list"]
     assert all(line.endswith("ok") for line in lines)

@@ -1,7 +1,8 @@
 """loom.engine.kernel_cache: Loom's cached kernels load without numba's registry refresh, and nothing breaks.
 
 Each case runs fresh Python processes on one empty numba cache directory: the first compiles (and caches) a Loom
-kernel, the next loads it, as a warm launch does.
+kernel, the next loads it, as a warm launch does (``LOOM_COLD_PYTHON=0``: the colouring kernel compiles even on the
+empty cache, where a small cloth is otherwise coloured in Python, loom.engine.cold_kernels).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ print(json.dumps({"installed": kernel_cache.installed(), "linalg_before": before
 
 def _run(cache: Path, **env: str) -> dict:
     out = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "NUMBA_CACHE_DIR": str(cache), **env})
+                         env={**os.environ, "NUMBA_CACHE_DIR": str(cache), "LOOM_COLD_PYTHON": "0", **env})
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

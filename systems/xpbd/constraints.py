@@ -37,6 +37,7 @@ from numba import prange
 
 from loom.components import STRETCH, Cloth, Tearable
 from loom.engine import App
+from loom.engine.cold_kernels import pick, python_twin
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 from loom.systems.shared.distance_limits import DeformationLimits
 from loom.systems.shared.held import Held, hold
@@ -308,8 +309,9 @@ def refresh_tethers(app: App, dt: float) -> None:
     for cloth in changed:
         anchors = cloth.inv_mass == 0.0
         cloth.tether_anchor_mask = anchors
-        offsets, anchor, length = _build_tethers(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32),
-                                                 cloth.inv_mass, cloth.tether_count)
+        build = pick(_build_tethers, cloth.rest_x.shape[0])
+        offsets, anchor, length = build(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32), cloth.inv_mass,
+                                        cloth.tether_count)
         cloth.assign(tether_offsets=offsets, tether_anchor=anchor, tether_length=length)   # sizes change together
 
 
@@ -631,3 +633,6 @@ def _build_tethers(rest_x, anchors, inv_mass, count):
             length[offsets[p] + t] = dist[best]
             dist[best] = -1.0
     return offsets, anchor, length
+
+
+python_twin(_build_tethers)      # a small cloth's tethers are built in Python on a cold launch (cold_kernels)

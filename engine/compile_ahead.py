@@ -1,0 +1,415 @@
+"""Compile ahead on the other core: a first launch compiles its kernels in two processes, not one.
+
+A game's first launch on an empty numba cache compiles every kernel on its first call, one after another in the
+game's own process: about 20 s of the cape's first frame on a 2-core VM, and as much again when its first
+contacts arrive. The kernels a game compiles are the same every launch, so they can be listed once: a *kernel
+list* (``record``) holds, for each numba function of Loom the game compiled, its module, name and argument types,
+split into those of the first frame (the build, the first step and the first drawing) and those of the next 60
+frames (contacts, the coupling). ``start(path)`` launches a second process that compiles the list into numba's
+on-disk cache, in the order that meets the game's own compiling halfway: the first
+frame's kernels from the last to the first (the game compiles from the first), then the later ones from the last,
+then the set-up kernels the game runs as Python on a cold launch (``loom.engine.cold_kernels``). The game loads
+each kernel the worker compiled before it needed it instead of compiling it (numba looks in its cache first);
+nothing else is shared, so a stale or missing list only costs time. The two processes mark the kernel each is
+compiling (a file per kernel in a temporary folder, gone once numba saved it): the game, missing a kernel the
+worker is compiling, waits for it and loads it (``kernel_cache.miss_hooks``) instead of compiling it a second time;
+the worker leaves a kernel the game is compiling for later.
+
+``start`` does nothing when every listed kernel is already in the cache (a warm launch pays two stat calls per
+kernel), on a one-core machine, or with ``LOOM_COMPILE_AHEAD=0``; the worker exits with the game. The games pass
+their list to ``run_app(kernels=...)``; ``loom.engine.compile_ahead.record("mygame", "mygame.kernels")`` writes one
+for a game module with a ``main(argv)`` (about a minute and a half: two cold runs), ``python -m loom.games
+--kernel-lists`` all of the demos'.
+
+A list is a pickle of numba types: it is read with an unpickler that builds only numba types, NumPy-free
+built-ins and named tuples of ``loom`` modules, never anything that runs code (``load``).
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import gc
+import importlib
+import io
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from numba.core import event
+
+_COMMAND = "import sys; from loom.engine import compile_ahead; sys.exit(compile_ahead.main(sys.argv[1:]))"
+"""The worker's and the recorder's processes run this (``main``) with their arguments."""
+
+ENV_VAR = "LOOM_COMPILE_AHEAD"
+"""Environment variable: "0" turns the compile-ahead worker off."""
+
+LATER_FRAMES = 60
+"""Frames the second recording run takes: the kernels of the first contacts and the coupling compile in them."""
+
+WAIT_LIMIT = 60.0
+"""Longest the game waits for the worker to finish a kernel it needs [s] before compiling it itself; for each
+kernel at most 2 s + 3 × the seconds its compile took when the list was recorded (a worker starved by a busy
+machine is not waited for)."""
+
+VERSION = 1
+"""Format of a kernel list (a dict with this ``version``); another version is refused, never guessed at."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One compiled signature: the kernel's module and qualified name, its numba argument types, and the seconds
+    its compile took when the list was recorded (its own, its callees' left out; not part of its identity)."""
+
+    module: str
+    qualname: str
+    args: tuple
+    seconds: float = field(default=0.0, compare=False)
+    depth: int = field(default=0, compare=False)
+    """How many Loom kernels were compiling around it (0: the game called it; 1: a kernel that one calls, …)."""
+
+
+def _is_loom(dispatcher: Any) -> bool:
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", None) or ""
+    return module == "loom" or module.startswith("loom.")
+
+
+class _Recorder(event.Listener):
+    """numba compile-event listener: the ``Entry`` of every Loom kernel compiled, callees first."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self._stack: list[list] = []                # [start, callees' seconds, a Loom kernel?] of each compile
+
+    def on_start(self, ev: Any) -> None:
+        self._stack.append([time.perf_counter(), 0.0, _is_loom(ev.data["dispatcher"])])
+
+    def on_end(self, ev: Any) -> None:
+        start, callees, loom = self._stack.pop()
+        took = time.perf_counter() - start
+        if self._stack:
+            self._stack[-1][1] += took
+        if loom:
+            f = ev.data["dispatcher"].py_func
+            depth = sum(1 for frame in self._stack if frame[2])
+            entry = Entry(f.__module__, f.__qualname__, tuple(ev.data["args"]), round(took - callees, 3), depth)
+            if entry not in self.entries:
+                self.entries.append(entry)
+
+
+def _record_run(game: str, argv: list[str], out: str) -> None:
+    """In this process (an empty cache): run ``game``'s ``main(argv)`` and pickle the entries it compiled."""
+    from loom.engine import cold_kernels
+    cold_kernels.ENABLED = False                 # the set-up kernels compile too, so the list holds them
+    recorder = _Recorder()
+    event.register("numba:compile", recorder)
+    try:
+        importlib.import_module(game).main(argv)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+    Path(out).write_bytes(pickle.dumps([(e.module, e.qualname, e.args, e.seconds, e.depth)
+                                        for e in recorder.entries]))
+
+
+def record(game: str, path: str | os.PathLike, *, frames: int = LATER_FRAMES) -> dict[str, int]:
+    """Write the kernel list of ``game`` (a module with ``main(argv)``, e.g. ``"loom.games.cape"``) to ``path``:
+    two headless runs, each in its own process on an empty numba cache: one frame with a screenshot (the first
+    frame's kernels, the renderer's included), then ``frames`` frames (the later ones). Returns the counts."""
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="loom-kernel-list-") as folder:
+        for name, argv in (("first", ["--frames", "1", "--screenshot", str(Path(folder) / "frame.png")]),
+                           ("later", ["--frames", str(frames)])):
+            cache, out = Path(folder) / f"cache-{name}", Path(folder) / f"{name}.pickle"
+            env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), ENV_VAR: "0", "SDL_AUDIODRIVER": "dummy"}
+            subprocess.run([sys.executable, "-c", _COMMAND, "_record", game, str(out), "--", "--headless", "--report",
+                            "json", *argv], env=env, check=True, capture_output=True)
+            runs[name] = [Entry(*row) for row in _safe_loads(out.read_bytes())]
+    first = runs["first"]
+    later = [e for e in runs["later"] if e not in first]     # (a callee of a dropped caller keeps its depth)
+    data = {"version": VERSION, "game": game,
+            "first": [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in first],
+            "later": [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in later]}
+    Path(path).write_bytes(pickle.dumps(data))
+    return {"first": len(first), "later": len(later)}
+
+
+class _TypesOnly(pickle.Unpickler):
+    """Builds numba types, tuples of them and Loom's named tuples; refuses every other global."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        from numba.core import types
+        if (module, name) in (("copyreg", "_reconstructor"), ("builtins", "object"),
+                              ("numba.core.types.abstract", "_type_reconstructor")):
+            return super().find_class(module, name)
+        if module.startswith("numba.core.types.") or module == "loom" or module.startswith("loom."):
+            found = getattr(sys.modules.get(module) or importlib.import_module(module), name, None)
+            if isinstance(found, type) and (issubclass(found, types.Type)
+                                            or (issubclass(found, tuple) and hasattr(found, "_fields"))):
+                return found
+        raise pickle.UnpicklingError(f"kernel list: {module}.{name} is not a numba type or a Loom named tuple")
+
+
+def _safe_loads(data: bytes) -> Any:
+    return _TypesOnly(io.BytesIO(data)).load()
+
+
+def load(path: str | os.PathLike) -> tuple[list[Entry], list[Entry]]:
+    """Read a kernel list: (first frame's entries, later entries), each in the order the game compiled them.
+    Raises ValueError naming the file for anything that is not a kernel list of this ``VERSION``."""
+    try:
+        data = _safe_loads(Path(path).read_bytes())
+    except (pickle.UnpicklingError, EOFError, ImportError, AttributeError, TypeError, ValueError) as exc:
+        raise ValueError(f"kernel list {path}: not readable ({exc})") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise ValueError(f"kernel list {path}: not a version {VERSION} kernel list")
+    try:
+        return tuple([Entry(m, q, tuple(a), float(t), int(d)) for m, q, a, t, d in data[part]]
+                     for part in ("first", "later"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"kernel list {path}: malformed ({exc})") from None
+
+
+def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tuple[str, str]]) -> list[Entry]:
+    """The worker's order (module docstring): the first frame's kernels from the last to the first, then the later
+    ones from the last call to the first, the set-up kernels (``(module, qualname)`` in ``set_up``) at the end.
+
+    A list holds each call tree in the order numba finished compiling it (callees first, ``depth`` telling which
+    kernel called which). For the later kernels (the contacts: one call tree of 14 kernels, 20 s of compiling)
+    the worker takes the trees and each one's callees from the last, but still a callee before its caller: each
+    kernel it finishes is in the cache on its own, so the game, compiling the same tree from its first callee on,
+    never waits for the whole tree, only for the kernel under way (taken caller first, the game waited 25 s for the
+    worker's whole contact tree). The first frame's are taken plainly last to first: its trees are small, and
+    its largest kernels (the solver's) come early to the worker that way (measured: the cape's first frame
+    11.4–13.0 s that way, 13.9–14.5 s mirrored, 12.5–12.8 s longest first)."""
+    order = list(reversed(first)) + [e for e in _mirrored(later) if e not in first]
+    return ([e for e in order if (e.module, e.qualname) not in set_up]
+            + [e for e in order if (e.module, e.qualname) in set_up])
+
+
+def _mirrored(entries: Sequence[Entry]) -> list[Entry]:
+    """Call trees given in post-order with depths, visited last child first, each callee before its caller."""
+    pending: list[tuple[Entry, list]] = []            # (entry, its children) not yet given a caller
+    for e in entries:
+        children = []
+        while pending and pending[-1][0].depth > e.depth:
+            children.insert(0, pending.pop())
+        pending.append((e, children))
+    out: list[Entry] = []
+
+    def visit(node: tuple[Entry, list]) -> None:
+        for child in reversed(node[1]):
+            visit(child)
+        out.append(node[0])
+
+    for root in reversed(pending):
+        visit(root)
+    return out
+
+
+def _dispatchers() -> dict[tuple[str, str], Any]:
+    """Every numba dispatcher of a Loom module alive in this process, by (module, qualified name): those of
+    module attributes and those a module built under another name (the contact kernels' basic variants)."""
+    from numba.core.registry import CPUDispatcher
+    return {(d.py_func.__module__, d.py_func.__qualname__): d for d in gc.get_objects()
+            if isinstance(d, CPUDispatcher) and _is_loom(d)}
+
+
+def missing(entries: Sequence[Entry]) -> int:
+    """How many of ``entries`` name a kernel of an imported module (an attribute of it) that numba's on-disk
+    cache has no index for: what a launch would compile."""
+    from loom.engine.cold_kernels import cached
+    count = 0
+    for e in entries:
+        kernel = getattr(sys.modules.get(e.module), e.qualname, None)
+        if kernel is not None and hasattr(kernel, "py_func") and not kernel.signatures and not cached(kernel):
+            count += 1
+    return count
+
+
+def _name(py_func: Any) -> str:
+    """A kernel's mark file name: its module and qualified name."""
+    return f"{py_func.__module__}.{py_func.__qualname__}".replace(os.sep, "_")
+
+
+class _Marks(event.Listener):
+    """Marks each Loom kernel this process starts compiling: a file ``prefix + name`` in ``folder``, removed
+    once numba saved the kernel to its cache (``_unmark_on_save``)."""
+
+    def __init__(self, folder: Path, prefix: str) -> None:
+        self.folder, self.prefix = folder, prefix
+
+    def on_start(self, ev: Any) -> None:
+        dispatcher = ev.data["dispatcher"]
+        if _is_loom(dispatcher):
+            (self.folder / (self.prefix + _name(dispatcher.py_func))).touch()
+
+    def on_end(self, ev: Any) -> None:
+        pass
+
+
+def _unmark_on_save(folder: Path, prefix: str) -> None:
+    """Make numba's cache remove this process's mark of a Loom kernel once it has saved it."""
+    from numba.core import caching
+    save = caching.Cache.save_overload
+
+    def save_overload(self: Any, sig: Any, data: Any) -> None:
+        try:
+            save(self, sig, data)
+        finally:
+            py_func = getattr(self, "_py_func", None)
+            if py_func is not None:
+                (folder / (prefix + _name(py_func))).unlink(missing_ok=True)
+
+    caching.Cache.save_overload = save_overload
+
+
+def _wait_for_worker(cache: Any) -> bool:
+    """``kernel_cache`` miss hook of the game: when the worker is compiling the kernel of ``cache`` (numba's
+    ``Cache``), wait until it saved it (or stopped, or ``WAIT_LIMIT``); True when it did."""
+    py_func = getattr(cache, "_py_func", None)
+    if _markers is None or _worker is None or py_func is None:
+        return False
+    mark = _markers / ("w-" + _name(py_func))
+    recorded = _recorded.get((py_func.__module__, py_func.__qualname__), 1.0)
+    deadline = time.monotonic() + min(WAIT_LIMIT, 2.0 + 3.0 * recorded)   # a starved worker: compile it here
+    waited = False
+    while mark.exists() and _worker.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+        waited = True
+    return waited and not mark.exists()
+
+
+_worker: subprocess.Popen | None = None
+_markers: Path | None = None
+_recorded: dict[tuple[str, str], float] = {}
+
+
+def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
+    """Start the compile-ahead worker on kernel list ``path`` unless it has nothing to do (module docstring);
+    return it (None when not started). It inherits the environment (``NUMBA_CACHE_DIR``) and ends with this
+    process. A list that cannot be read starts nothing: one line on stderr, the launch goes on."""
+    global _worker
+    if path is None or os.environ.get(ENV_VAR, "1").strip() == "0" or (os.cpu_count() or 1) < 2:
+        return None
+    if _worker is not None and _worker.poll() is None:
+        return _worker
+    try:
+        first, later = load(path)
+    except (OSError, ValueError) as exc:
+        print(f"loom: compile ahead: {exc}", file=sys.stderr)
+        return None
+    if not missing(first + later):
+        return None
+    global _markers
+    from loom.engine import kernel_cache
+    _recorded.update({(e.module, e.qualname): e.seconds for e in first + later})
+    _markers = Path(tempfile.mkdtemp(prefix="loom-compiling-"))
+    _worker = subprocess.Popen([sys.executable, "-c", _COMMAND, "work", str(path), str(os.getpid()), str(_markers)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(stop)
+    event.register("numba:compile", _Marks(_markers, "m-"))
+    _unmark_on_save(_markers, "m-")
+    kernel_cache.miss_hooks.append(_wait_for_worker)
+    return _worker
+
+
+def stop() -> None:
+    """End the worker, if one runs (at exit: a worker's cache files are whole; numba writes each at once)."""
+    global _worker, _markers
+    if _worker is not None and _worker.poll() is None:
+        _worker.terminate()
+        try:
+            _worker.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            _worker.kill()
+    _worker = None
+    if _markers is not None:
+        shutil.rmtree(_markers, ignore_errors=True)
+    _markers = None
+
+
+def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.PathLike | None = None) -> int:
+    """The worker: compile every entry of kernel list ``path`` not yet in the cache, in ``worker_order``: the
+    first frame's at the game's priority (on a busy machine a lower one would starve it), the later ones at a
+    lower priority (the game is running by then); stop when ``parent`` (a process id) has exited.
+    ``markers``: the folder where both processes mark what they compile (the module docstring); an entry the
+    game is compiling is put off to the end. Returns how many it compiled."""
+    folder = None if markers is None else Path(markers)
+    if folder is not None:
+        event.register("numba:compile", _Marks(folder, "w-"))
+        _unmark_on_save(folder, "w-")
+    first, later = load(path)
+    for module in dict.fromkeys(e.module for e in first + later):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    from loom.engine import cold_kernels
+    found = _dispatchers()
+    set_up = {key for key, d in found.items() if cold_kernels.is_set_up_kernel(d)}
+    done = 0
+    queue = worker_order(first, later, set_up)
+    put_off: set[Entry] = set()
+    first_frame = set(first)
+    niced = False
+    while queue:
+        entry = queue.pop(0)
+        if parent is not None and os.getppid() != parent:
+            break
+        if not niced and entry not in first_frame:
+            niced = True
+            try:
+                os.nice(10)
+            except OSError:
+                pass
+        kernel = found.get((entry.module, entry.qualname))
+        if kernel is None or entry.args in kernel.overloads or cold_kernels.cached(kernel):
+            continue
+        if (folder is not None and entry not in put_off
+                and (folder / ("m-" + _name(kernel.py_func))).exists()):    # the game compiles it now
+            put_off.add(entry)
+            queue.append(entry)
+            continue
+        try:
+            kernel.compile(entry.args)
+            done += 1
+        except Exception:                  # a stale entry (the kernel changed since the list was recorded)
+            continue
+    return done
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line of the worker and recorder processes (``work LIST [PARENT MARKS]``, ``record GAME OUT``)."""
+    p = argparse.ArgumentParser(prog="compile_ahead", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("record", help="write a game's kernel list (two cold runs)")
+    r.add_argument("game", help="module with main(argv), e.g. loom.games.cape")
+    r.add_argument("out", help="the kernel list to write")
+    r.add_argument("--frames", type=int, default=LATER_FRAMES, help=f"frames of the later run ({LATER_FRAMES})")
+    w = sub.add_parser("work", help="compile a kernel list into numba's cache (what start() runs)")
+    w.add_argument("list")
+    w.add_argument("parent", nargs="?", type=int, default=None)
+    w.add_argument("markers", nargs="?", default=None)
+    i = sub.add_parser("_record")
+    i.add_argument("game")
+    i.add_argument("out")
+    i.add_argument("rest", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    if args.command == "record":
+        if args.frames < 1:
+            p.error(f"--frames = {args.frames}: must be >= 1")
+        print(record(args.game, args.out, frames=args.frames))
+    elif args.command == "work":
+        work(args.list, args.parent, args.markers)
+    else:
+        _record_run(args.game, [a for a in args.rest if a != "--"], args.out)
+    return 0
+

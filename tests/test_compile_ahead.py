@@ -1,0 +1,173 @@
+"""loom.engine.compile_ahead: the demos' kernel lists match what they compile, the worker fills numba's cache with
+them, a list is read without running code, and a warm launch starts no worker.
+
+The kernel lists are recorded (``python -m loom.games --kernel-lists``); ``test_each_list_is_what_its_game_compiles``
+fails when a kernel's signature changed since, and names the regeneration command.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loom.engine import compile_ahead
+from loom.engine.compile_ahead import Entry
+from loom.games.__main__ import find_games, kernel_list
+
+ROOT = Path(__file__).resolve().parent.parent
+GAMES = [g for g in ("cape", "flag", "drape", "hanging_sheet", "sandbox")]
+
+
+def test_every_demo_has_a_kernel_list():
+    assert set(GAMES) <= set(find_games())
+    for game in GAMES:
+        first, later = compile_ahead.load(kernel_list(game))
+        assert len(first) >= 10, game                       # the build and the first step's kernels at least
+        assert all(e.module.startswith("loom.") for e in first + later)
+
+
+_CHECK = """
+import json, sys
+import loom.games.{game} as game
+from loom.engine import compile_ahead
+from loom.games.__main__ import kernel_list
+game.main(["--headless", "--frames", "1", "--report", "json"])
+first, _ = compile_ahead.load(kernel_list("{game}"))
+found = compile_ahead._dispatchers()
+absent = [f"{{e.module}}.{{e.qualname}}" for e in first if (e.module, e.qualname) not in found
+          or (e.depth == 0 and e.args not in found[(e.module, e.qualname)].overloads)]
+print(json.dumps(absent))
+"""
+
+
+@pytest.mark.parametrize("game", ["cape", "flag"])
+def test_each_list_is_what_its_game_compiles(game):
+    """A warm headless first frame (the CI cache is full) with the set-up kernels compiled: each of the list's
+    first-frame entries names a Loom kernel, and each the game calls itself (depth 0) was used with the argument
+    types the list holds. (A callee's code comes inside its caller's cached code, so a warm run does not load it
+    on its own; the renderer's kernels, which a headless run without a screenshot does not use, are left out.)"""
+    env = {**os.environ, "SDL_AUDIODRIVER": "dummy", "LOOM_COLD_PYTHON": "0", "LOOM_COMPILE_AHEAD": "0"}
+    out = subprocess.run([sys.executable, "-c", _CHECK.format(game=game)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    absent = [name for name in json.loads(out.stdout.strip().splitlines()[-1]) if ".render." not in name
+              and not name.startswith("loom.engine.geometry.")]
+    assert absent == [], f"stale kernel list games/kernels/{game}.pickle (python -m loom.games --kernel-lists): {absent}"
+
+
+def test_the_worker_fills_an_empty_cache_with_the_list(tmp_path):
+    """Two small kernels of the cape's list, compiled by the worker process into an empty cache directory: a
+    fresh process then finds both in the cache, and loads rather than compiles them."""
+    first, later = compile_ahead.load(kernel_list("cape"))
+    picked = [e for e in first if e.qualname in ("_predict", "_update")]
+    assert len(picked) == 2
+    small = tmp_path / "small.pickle"
+    small.write_bytes(pickle.dumps({"version": compile_ahead.VERSION, "game": "test",
+                                    "first": [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in picked],
+                                    "later": []}))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, "-c", compile_ahead._COMMAND, "work", str(small)], env=env, check=True,
+                   timeout=300)
+    check = ("import json; from loom.engine import compile_ahead, cold_kernels; import loom.systems.xpbd.predict as p; "
+             "from loom.engine.compile_progress import compiles; first, _ = compile_ahead.load(%r); "
+             "found = compile_ahead._dispatchers(); k = [found[(e.module, e.qualname)] for e in first]; "
+             "cached = [cold_kernels.cached(d) for d in k]; [d.compile(e.args) for d, e in zip(k, first)]; "
+             "print(json.dumps([cached, compiles()]))" % str(small))
+    out = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    cached, compiled = json.loads(out.stdout.strip().splitlines()[-1])
+    assert cached == [True, True] and compiled == 0
+
+
+def test_a_warm_launch_starts_no_worker_and_the_switch_turns_it_off(monkeypatch):
+    import loom.games.cape  # noqa: F401  (its kernels' modules imported)
+    first, later = compile_ahead.load(kernel_list("cape"))
+    monkeypatch.setattr(compile_ahead, "missing", lambda entries: 0)
+    assert compile_ahead.start(kernel_list("cape")) is None                   # everything cached: nothing to do
+    monkeypatch.setattr(compile_ahead, "missing", lambda entries: len(entries))
+    monkeypatch.setenv(compile_ahead.ENV_VAR, "0")
+    assert compile_ahead.start(kernel_list("cape")) is None
+    assert compile_ahead.start(None) is None
+
+
+def test_the_worker_meets_the_game_halfway():
+    a, b, c, d, e = (Entry("loom.x", name, (), 1.0) for name in "abcde")
+    order = compile_ahead.worker_order([a, b, c], [d, e, Entry("loom.x", "a", (), 9.0)], {("loom.x", "b")})
+    assert order == [c, a, e, d, b]            # first frame last to first, then the later ones, set-up kernels last
+
+
+def test_the_worker_takes_each_call_tree_from_its_last_callee_and_a_callee_before_its_caller():
+    """Later kernels' trees as recorded (post-order: numba finishes a callee before its caller): root R calls A
+    (which calls A1, A2) and B; then root S. The game meets R, A, A1 first; the worker starts at S, then B, A2, A1,
+    A, R."""
+    def e(name, depth):
+        return Entry("loom.x", name, (), 1.0, depth)
+    recorded = [e("A1", 2), e("A2", 2), e("A", 1), e("B", 1), e("R", 0), e("S", 0)]
+    order = [x.qualname for x in compile_ahead.worker_order([], recorded, set())]
+    assert order == ["S", "B", "A2", "A1", "A", "R"]                      # the later kernels' trees
+
+
+def test_a_list_that_would_run_code_is_refused(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(pickle.dumps({"version": compile_ahead.VERSION, "first": [Evil()], "later": []}))
+    with pytest.raises(ValueError, match="bad.pickle: not readable.*posix.system|bad.pickle: not readable.*os.system"):
+        compile_ahead.load(bad)
+    old = tmp_path / "old.pickle"
+    old.write_bytes(pickle.dumps({"version": 0, "first": [], "later": []}))
+    with pytest.raises(ValueError, match="not a version 1 kernel list"):
+        compile_ahead.load(old)
+    assert compile_ahead.start(tmp_path / "none.pickle") is None              # unreadable: the launch goes on
+
+
+def test_the_game_waits_for_a_kernel_the_worker_is_compiling(tmp_path, monkeypatch):
+    """The miss hook waits while the worker's mark of the kernel exists and says whether the worker saved it (the
+    game then loads it); with no mark, or a worker that stopped, it returns False at once (the game compiles)."""
+    import threading
+
+    from loom.systems.xpbd import predict
+
+    class Running:
+        alive = True
+
+        def poll(self):
+            return None if self.alive else 1
+
+    cache = type("Cache", (), {"_py_func": predict._predict.py_func})()
+    worker = Running()
+    monkeypatch.setattr(compile_ahead, "_markers", tmp_path)
+    monkeypatch.setattr(compile_ahead, "_worker", worker)
+    assert compile_ahead._wait_for_worker(cache) is False                   # not being compiled: compile it
+    mark = tmp_path / ("w-" + compile_ahead._name(predict._predict.py_func))
+    mark.touch()
+    threading.Timer(0.2, mark.unlink).start()                               # the worker saves it 0.2 s later
+    assert compile_ahead._wait_for_worker(cache) is True
+    mark.touch()
+    worker.alive = False
+    assert compile_ahead._wait_for_worker(cache) is False                   # the worker is gone: do not wait
+
+
+def test_a_kernel_loaded_during_a_first_launch_moves_the_progress_on(monkeypatch):
+    """What the worker compiled the game loads: during a first launch that counts as one more function prepared
+    and is reported; on a warm launch (nothing compiled yet) a load stays silent."""
+    import io
+
+    from loom.engine import compile_progress
+    stream = io.StringIO()
+    listener = compile_progress.CompileProgress(stream, interval=0.0)
+    monkeypatch.setattr(compile_progress, "_listener", listener)
+    compile_progress.note_loaded("solve_yarn")
+    assert listener.count == 0 and stream.getvalue() == ""                   # warm: silent
+    listener.started = 0.0
+    listener.expect(4)
+    compile_progress.note_loaded("solve_yarn")
+    assert listener.count == 1 and "1 of about 4 compiled (25 %)" in stream.getvalue()
+    assert stream.getvalue().rstrip().endswith("loaded solve_yarn")
