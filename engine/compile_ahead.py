@@ -249,14 +249,18 @@ class _Marks(event.Listener):
     def on_start(self, ev: Any) -> None:
         dispatcher = ev.data["dispatcher"]
         if _is_loom(dispatcher):
-            (self.folder / (self.prefix + _name(dispatcher.py_func))).touch()
+            try:
+                (self.folder / (self.prefix + _name(dispatcher.py_func))).touch()
+            except OSError:                        # the folder is gone (the worker ended): nothing to tell
+                pass
 
     def on_end(self, ev: Any) -> None:
         pass
 
 
-def _unmark_on_save(folder: Path, prefix: str) -> None:
-    """Make numba's cache remove this process's mark of a Loom kernel once it has saved it."""
+def _unmark_on_save(marks: _Marks) -> None:
+    """Make numba's cache remove this process's mark of a Loom kernel (in ``marks.folder``, which a later worker
+    may change) once it has saved it."""
     from numba.core import caching
     save = caching.Cache.save_overload
 
@@ -266,7 +270,10 @@ def _unmark_on_save(folder: Path, prefix: str) -> None:
         finally:
             py_func = getattr(self, "_py_func", None)
             if py_func is not None:
-                (folder / (prefix + _name(py_func))).unlink(missing_ok=True)
+                try:
+                    (marks.folder / (marks.prefix + _name(py_func))).unlink(missing_ok=True)
+                except OSError:
+                    pass
 
     caching.Cache.save_overload = save_overload
 
@@ -289,6 +296,8 @@ def _wait_for_worker(cache: Any) -> bool:
 
 _worker: subprocess.Popen | None = None
 _markers: Path | None = None
+_marks: _Marks | None = None
+"""The game's marks listener, installed with the first worker (a later worker gets a folder of its own)."""
 _recorded: dict[tuple[str, str], float] = {}
 
 
@@ -308,16 +317,19 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         return None
     if not missing(first + later):
         return None
-    global _markers
+    global _markers, _marks
     from loom.engine import kernel_cache
     _recorded.update({(e.module, e.qualname): e.seconds for e in first + later})
     _markers = Path(tempfile.mkdtemp(prefix="loom-compiling-"))
     _worker = subprocess.Popen([sys.executable, "-c", _COMMAND, "work", str(path), str(os.getpid()), str(_markers)],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    atexit.register(stop)
-    event.register("numba:compile", _Marks(_markers, "m-"))
-    _unmark_on_save(_markers, "m-")
-    kernel_cache.miss_hooks.append(_wait_for_worker)
+    if _marks is None:
+        _marks = _Marks(_markers, "m-")
+        event.register("numba:compile", _marks)
+        _unmark_on_save(_marks)
+        kernel_cache.miss_hooks.append(_wait_for_worker)
+        atexit.register(stop)
+    _marks.folder = _markers
     return _worker
 
 
@@ -344,8 +356,9 @@ def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.P
     game is compiling is put off to the end. Returns how many it compiled."""
     folder = None if markers is None else Path(markers)
     if folder is not None:
-        event.register("numba:compile", _Marks(folder, "w-"))
-        _unmark_on_save(folder, "w-")
+        marks = _Marks(folder, "w-")
+        event.register("numba:compile", marks)
+        _unmark_on_save(marks)
     first, later = load(path)
     for module in dict.fromkeys(e.module for e in first + later):
         try:

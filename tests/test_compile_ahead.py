@@ -171,3 +171,41 @@ def test_a_kernel_loaded_during_a_first_launch_moves_the_progress_on(monkeypatch
     compile_progress.note_loaded("solve_yarn")
     assert listener.count == 1 and "1 of about 4 compiled (25 %)" in stream.getvalue()
     assert stream.getvalue().rstrip().endswith("loaded solve_yarn")
+
+
+def test_a_second_worker_in_one_process_reuses_the_game_s_marks(monkeypatch, tmp_path):
+    """Two launches in one process (a first worker ended, something still missing): one listener and one miss
+    hook, marking into the newest worker's folder; stop() removes the folder and forgets the worker."""
+    import loom.games.cape  # noqa: F401
+    from loom.engine import kernel_cache
+    from loom.games.__main__ import kernel_list
+
+    class Ended:
+        def __init__(self, *args, **kwargs):
+            self.args = args
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(compile_ahead.subprocess, "Popen", Ended)
+    monkeypatch.setattr(compile_ahead, "missing", lambda entries: 1)
+    monkeypatch.setattr(compile_ahead, "_marks", None)
+    monkeypatch.setattr(kernel_cache, "miss_hooks", [])
+    monkeypatch.delenv(compile_ahead.ENV_VAR, raising=False)
+    from numba.core import caching
+    monkeypatch.setattr(caching.Cache, "save_overload", caching.Cache.save_overload)
+    first = compile_ahead.start(kernel_list("cape"))
+    folder = compile_ahead._markers
+    marks = compile_ahead._marks
+    second = compile_ahead.start(kernel_list("cape"))
+    try:
+        assert first is not second and compile_ahead._marks is marks and marks.folder == compile_ahead._markers
+        assert compile_ahead._markers != folder and kernel_cache.miss_hooks == [compile_ahead._wait_for_worker]
+        assert second.args[0][1:3] == ["-c", compile_ahead._COMMAND]
+    finally:
+        compile_ahead.stop()
+        shutil_rm = __import__("shutil").rmtree
+        shutil_rm(folder, ignore_errors=True)
+    assert compile_ahead._worker is None and compile_ahead._markers is None
+    from numba.core import event
+    event.unregister("numba:compile", marks)
