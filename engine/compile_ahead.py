@@ -45,8 +45,10 @@ from typing import Any
 
 from numba.core import event
 
-_COMMAND = "import sys; from loom.engine import compile_ahead; sys.exit(compile_ahead.main(sys.argv[1:]))"
-"""The worker's and the recorder's processes run this (``main``) with their arguments."""
+from loom.engine.kernel_cache import is_loom_function
+
+COMMAND = "import sys; from loom.engine import compile_ahead; sys.exit(compile_ahead.main(sys.argv[1:]))"
+"""Python source the worker's and the recorder's processes run (``python -c COMMAND work LIST``: ``main``)."""
 
 ENV_VAR = "LOOM_COMPILE_AHEAD"
 """Environment variable: "0" turns the compile-ahead worker off."""
@@ -77,8 +79,7 @@ class Entry:
 
 
 def _is_loom(dispatcher: Any) -> bool:
-    module = getattr(getattr(dispatcher, "py_func", None), "__module__", None) or ""
-    return module == "loom" or module.startswith("loom.")
+    return is_loom_function(getattr(dispatcher, "py_func", None))
 
 
 class _Recorder(event.Listener):
@@ -104,6 +105,11 @@ class _Recorder(event.Listener):
                 self.entries.append(entry)
 
 
+def _rows(entries: Sequence[Entry]) -> list[tuple]:
+    """``entries`` as the plain tuples a kernel list pickles (``Entry(*row)`` builds one back)."""
+    return [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in entries]
+
+
 def _record_run(game: str, argv: list[str], out: str) -> None:
     """In this process (an empty cache): run ``game``'s ``main(argv)`` and pickle the entries it compiled."""
     from loom.engine import cold_kernels
@@ -115,8 +121,7 @@ def _record_run(game: str, argv: list[str], out: str) -> None:
     except SystemExit as exc:
         if exc.code not in (None, 0):
             raise
-    Path(out).write_bytes(pickle.dumps([(e.module, e.qualname, e.args, e.seconds, e.depth)
-                                        for e in recorder.entries]))
+    Path(out).write_bytes(pickle.dumps(_rows(recorder.entries)))
 
 
 def record(game: str, path: str | os.PathLike, *, frames: int = LATER_FRAMES) -> dict[str, int]:
@@ -129,14 +134,12 @@ def record(game: str, path: str | os.PathLike, *, frames: int = LATER_FRAMES) ->
                            ("later", ["--frames", str(frames)])):
             cache, out = Path(folder) / f"cache-{name}", Path(folder) / f"{name}.pickle"
             env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), ENV_VAR: "0", "SDL_AUDIODRIVER": "dummy"}
-            subprocess.run([sys.executable, "-c", _COMMAND, "_record", game, str(out), "--", "--headless", "--report",
+            subprocess.run([sys.executable, "-c", COMMAND, "_record", game, str(out), "--", "--headless", "--report",
                             "json", *argv], env=env, check=True, capture_output=True)
             runs[name] = [Entry(*row) for row in _safe_loads(out.read_bytes())]
     first = runs["first"]
     later = [e for e in runs["later"] if e not in first]     # (a callee of a dropped caller keeps its depth)
-    data = {"version": VERSION, "game": game,
-            "first": [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in first],
-            "later": [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in later]}
+    data = {"version": VERSION, "game": game, "first": _rows(first), "later": _rows(later)}
     Path(path).write_bytes(pickle.dumps(data))
     return {"first": len(first), "later": len(later)}
 
@@ -305,7 +308,7 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
     """Start the compile-ahead worker on kernel list ``path`` unless it has nothing to do (module docstring);
     return it (None when not started). It inherits the environment (``NUMBA_CACHE_DIR``) and ends with this
     process. A list that cannot be read starts nothing: one line on stderr, the launch goes on."""
-    global _worker
+    global _worker, _markers, _marks
     if path is None or os.environ.get(ENV_VAR, "1").strip() == "0" or (os.cpu_count() or 1) < 2:
         return None
     if _worker is not None and _worker.poll() is None:
@@ -317,11 +320,10 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         return None
     if not missing(first + later):
         return None
-    global _markers, _marks
     from loom.engine import kernel_cache
     _recorded.update({(e.module, e.qualname): e.seconds for e in first + later})
     _markers = Path(tempfile.mkdtemp(prefix="loom-compiling-"))
-    _worker = subprocess.Popen([sys.executable, "-c", _COMMAND, "work", str(path), str(os.getpid()), str(_markers)],
+    _worker = subprocess.Popen([sys.executable, "-c", COMMAND, "work", str(path), str(os.getpid()), str(_markers)],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if _marks is None:
         _marks = _Marks(_markers, "m-")

@@ -33,10 +33,15 @@ hook that returns True has seen it put there since (the compile-ahead worker fin
 ``loom.engine.compile_ahead``), and the load is tried once more instead of compiling it a second time."""
 
 
+def is_loom_function(py_func: Any) -> bool:
+    """Whether ``py_func`` (a kernel's Python function, or None) is defined in a ``loom`` module."""
+    module = getattr(py_func, "__module__", None) or ""
+    return module == "loom" or module.startswith("loom.")
+
+
 def _is_loom_kernel(cache: Any) -> bool:
     """Whether a numba ``Cache`` belongs to a function defined in a ``loom`` module."""
-    module = getattr(getattr(cache, "_py_func", None), "__module__", None) or ""
-    return module == "loom" or module.startswith("loom.")
+    return is_loom_function(getattr(cache, "_py_func", None))
 
 
 def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:

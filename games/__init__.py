@@ -10,4 +10,3 @@ _os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")    # stdout carries th
 from loom.engine import show_compile_progress as _show_compile_progress  # noqa: E402
 
 _show_compile_progress()
-

@@ -89,19 +89,16 @@ def precompile(games: dict[str, str]) -> int:
         status = "ok" if out.returncode == 0 else f"failed: {out.stderr.strip().splitlines()[-1:]}"
         failed += out.returncode != 0
         print(f"{' '.join([name, *options]):<34} {time.perf_counter() - start:6.1f} s  {status}", flush=True)
+    from loom.engine import compile_ahead
     for name in games:                      # what the kernel lists hold beyond ten frames (later contacts)
         if kernel_list(name).exists():
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", WORK, str(kernel_list(name))], capture_output=True, text=True,
-                                 env=env)
+            out = subprocess.run([sys.executable, "-c", compile_ahead.COMMAND, "work", str(kernel_list(name))],
+                                 capture_output=True, text=True, env=env)
             status = "ok" if out.returncode == 0 else f"failed: {out.stderr.strip().splitlines()[-1:]}"
             failed += out.returncode != 0
             print(f"{name + ' kernel list':<34} {time.perf_counter() - start:6.1f} s  {status}", flush=True)
     return 1 if failed else 0
-
-
-WORK = "import sys; from loom.engine import compile_ahead; compile_ahead.work(sys.argv[1])"
-"""A process that compiles the kernel list named by its first argument (``compile_ahead.work``)."""
 
 
 def kernel_list(game: str) -> Path:

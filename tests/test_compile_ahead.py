@@ -71,7 +71,7 @@ def test_the_worker_fills_an_empty_cache_with_the_list(tmp_path):
                                     "first": [(e.module, e.qualname, e.args, e.seconds, e.depth) for e in picked],
                                     "later": []}))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    subprocess.run([sys.executable, "-c", compile_ahead._COMMAND, "work", str(small)], env=env, check=True,
+    subprocess.run([sys.executable, "-c", compile_ahead.COMMAND, "work", str(small)], env=env, check=True,
                    timeout=300)
     check = ("import json; from loom.engine import compile_ahead, cold_kernels; import loom.systems.xpbd.predict as p; "
              "from loom.engine.compile_progress import compiles; first, _ = compile_ahead.load(%r); "
@@ -201,7 +201,7 @@ def test_a_second_worker_in_one_process_reuses_the_game_s_marks(monkeypatch, tmp
     try:
         assert first is not second and compile_ahead._marks is marks and marks.folder == compile_ahead._markers
         assert compile_ahead._markers != folder and kernel_cache.miss_hooks == [compile_ahead._wait_for_worker]
-        assert second.args[0][1:3] == ["-c", compile_ahead._COMMAND]
+        assert second.args[0][1:3] == ["-c", compile_ahead.COMMAND]
     finally:
         compile_ahead.stop()
         shutil_rm = __import__("shutil").rmtree
