@@ -11,6 +11,14 @@ last, for the next call and the next launch; ``python -m loom.games --precompile
 The twin is the kernel's own source run by the interpreter (``py_func``), its calls to other registered kernels
 going to their twins: one source, the same integers out (set-up kernels are integer graph walks and
 distances, bit-identical either way).
+
+Small per-step kernels (the step guard's checks, the deformation limit's length check, the pins, the renderer's
+normals and vertex packing) have twins too, registered with ``per_step=True``: they run as Python only while the
+compile-ahead worker is running (``while_compiling``), which compiles them after the first frame's other kernels;
+the next call after it saved one loads the compiled kernel. The cape's first frame on a 2-core VM: 14.2 s with
+the game compiling them (2.4 s of its compiling, the guard's two checks alone) → 9.4–10.2 s. Without a worker
+(one core, ``LOOM_COMPILE_AHEAD=0``) they compile on their first call as before: a Python twin called every
+substep for the whole game would cost milliseconds a frame.
 """
 from __future__ import annotations
 
@@ -28,12 +36,19 @@ ENABLED = os.environ.get("LOOM_COLD_PYTHON", "1").strip() != "0"
 the kernel lists' recorder set it, so that the cache, and the list, hold these kernels too."""
 
 _twins: dict[Any, Callable[..., Any]] = {}
+_per_step: set[Any] = set()
+_ready: set[Any] = set()            # compiled in this process or cached: pick returns them at once
+_compiling: Callable[[], bool] = lambda: False
 
 
-def python_twin(kernel: Any, *callees: Any) -> Any:
+def python_twin(kernel: Any, *callees: Any, per_step: bool = False, twin: Callable[..., Any] | None = None) -> Any:
     """Register ``kernel`` (a numba dispatcher) as a set-up kernel with a Python twin: its ``py_func`` with
-    ``callees`` (dispatchers it calls) replaced by their own twins, registered before it. Returns ``kernel``.
-    Raises TypeError for something that is not a numba dispatcher or a callee that is not registered."""
+    ``callees`` (dispatchers it calls) replaced by their own twins, registered before it; ``per_step``: a kernel
+    called every step, whose twin runs only while another process compiles it (``while_compiling``); ``twin``: a
+    NumPy function with the kernel's arguments and results, used instead of the source (a loop over thousands of
+    links every substep is too slow as Python: the cape's length check 10 ms a call, 0.1 ms in NumPy). Returns
+    ``kernel``. Raises TypeError for something that is not a numba dispatcher or a callee that is not
+    registered."""
     py_func = getattr(kernel, "py_func", None)
     if not isinstance(py_func, FunctionType):
         raise TypeError(f"python_twin: {kernel!r} is not a numba dispatcher")
@@ -43,16 +58,31 @@ def python_twin(kernel: Any, *callees: Any) -> Any:
             raise TypeError(f"python_twin: callee {getattr(callee, '__name__', callee)!r} of "
                             f"{py_func.__qualname__} is not registered")
         namespace[callee.py_func.__name__] = _twins[callee]
-    twin = FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
-    twin.__qualname__ = py_func.__qualname__
-    twin.__doc__ = py_func.__doc__
+    if twin is None:
+        twin = FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
+        twin.__qualname__ = py_func.__qualname__
+        twin.__doc__ = py_func.__doc__
     _twins[kernel] = twin
+    if per_step:
+        _per_step.add(kernel)
     return kernel
 
 
+def while_compiling(running: Callable[[], bool]) -> None:
+    """Per-step twins run while ``running()`` is true: the compile-ahead worker, which will compile them, is at
+    work (``loom.engine.compile_ahead.start`` sets it)."""
+    global _compiling
+    _compiling = running
+
+
 def is_set_up_kernel(kernel: Any) -> bool:
-    """Whether ``kernel`` was registered with ``python_twin``."""
+    """Whether ``kernel`` was registered with ``python_twin`` (a set-up or a per-step kernel)."""
     return kernel in _twins
+
+
+def is_per_step_kernel(kernel: Any) -> bool:
+    """Whether ``kernel`` was registered with ``python_twin(..., per_step=True)``."""
+    return kernel in _per_step
 
 
 def cached(kernel: Any) -> bool:
@@ -65,9 +95,15 @@ def cached(kernel: Any) -> bool:
 
 def pick(kernel: Any, size: int) -> Callable[..., Any]:
     """``kernel`` itself when it is compiled in this process or cached on disk, when ``size`` (the problem's
-    particles) is above ``PYTHON_MAX_SIZE`` or when ``ENABLED`` is False; else its Python twin (module
-    docstring). Raises KeyError for a kernel ``python_twin`` never registered."""
+    particles) is above ``PYTHON_MAX_SIZE``, when ``ENABLED`` is False, or for a per-step kernel when no other
+    process is compiling it; else its Python twin (module docstring). Raises KeyError for a kernel
+    ``python_twin`` never registered."""
+    if kernel in _ready:                              # a per-step call site pays a set lookup from then on
+        return kernel
     twin = _twins[kernel]
-    if not ENABLED or size > PYTHON_MAX_SIZE or kernel.signatures or cached(kernel):
+    if kernel.signatures or cached(kernel):
+        _ready.add(kernel)
+        return kernel
+    if not ENABLED or size > PYTHON_MAX_SIZE or (kernel in _per_step and not _compiling()):
         return kernel
     return twin

@@ -8,7 +8,8 @@ split into those of the first frame (the build, the first step and the first dra
 frames (contacts, the coupling). ``start(path)`` launches a second process that compiles the list into numba's
 on-disk cache, in the order that meets the game's own compiling halfway: the first
 frame's kernels from the last to the first (the game compiles from the first), then the later ones from the last,
-then the set-up kernels the game runs as Python on a cold launch (``loom.engine.cold_kernels``). The game loads
+the set-up kernels the game runs as Python on a cold launch last (``loom.engine.cold_kernels``; its per-step
+kernels, which the game runs as Python only while the worker is at work, come right after the first frame's). The game loads
 each kernel the worker compiled before it needed it instead of compiling it (numba looks in its cache first);
 nothing else is shared, so a stale or missing list only costs time. The two processes mark the kernel each is
 compiling (a file per kernel in a temporary folder, gone once numba saved it): the game, missing a kernel the
@@ -45,6 +46,7 @@ from typing import Any
 
 from numba.core import event
 
+from loom.engine import cold_kernels
 from loom.engine.kernel_cache import is_loom_function
 
 COMMAND = "import sys; from loom.engine import compile_ahead; sys.exit(compile_ahead.main(sys.argv[1:]))"
@@ -112,7 +114,6 @@ def _rows(entries: Sequence[Entry]) -> list[tuple]:
 
 def _record_run(game: str, argv: list[str], out: str) -> None:
     """In this process (an empty cache): run ``game``'s ``main(argv)`` and pickle the entries it compiled."""
-    from loom.engine import cold_kernels
     cold_kernels.ENABLED = False                 # the set-up kernels compile too, so the list holds them
     recorder = _Recorder()
     event.register("numba:compile", recorder)
@@ -180,9 +181,11 @@ def load(path: str | os.PathLike) -> tuple[list[Entry], list[Entry]]:
         raise ValueError(f"kernel list {path}: malformed ({exc})") from None
 
 
-def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tuple[str, str]]) -> list[Entry]:
-    """The worker's order (module docstring): the first frame's kernels from the last to the first, then the later
-    ones from the last call to the first, the set-up kernels (``(module, qualname)`` in ``set_up``) at the end.
+def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tuple[str, str]],
+                 per_step: set[tuple[str, str]] = frozenset()) -> list[Entry]:
+    """The worker's order (module docstring): the first frame's kernels from the last to the first, then the
+    per-step kernels the game runs as Python meanwhile (``(module, qualname)`` in ``per_step``), then the later
+    ones from the last call to the first, the set-up kernels (in ``set_up``) at the end.
 
     A list holds each call tree in the order numba finished compiling it (callees first, ``depth`` telling which
     kernel called which). For the later kernels (the contacts: one call tree of 14 kernels, 20 s of compiling)
@@ -193,8 +196,11 @@ def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tup
     its largest kernels (the solver's) come early to the worker that way (measured: the cape's first frame
     11.4–13.0 s that way, 13.9–14.5 s mirrored, 12.5–12.8 s longest first)."""
     order = list(reversed(first)) + [e for e in _mirrored(later) if e not in first]
-    return ([e for e in order if (e.module, e.qualname) not in set_up]
-            + [e for e in order if (e.module, e.qualname) in set_up])
+    twins = set_up | per_step
+    return ([e for e in order if e in first and (e.module, e.qualname) not in twins]
+            + [e for e in order if (e.module, e.qualname) in per_step]
+            + [e for e in order if e not in first and (e.module, e.qualname) not in twins]
+            + [e for e in order if (e.module, e.qualname) in set_up and (e.module, e.qualname) not in per_step])
 
 
 def _mirrored(entries: Sequence[Entry]) -> list[Entry]:
@@ -235,6 +241,24 @@ def missing(entries: Sequence[Entry]) -> int:
         if kernel is not None and hasattr(kernel, "py_func") and not kernel.signatures and not cached(kernel):
             count += 1
     return count
+
+
+def first_frame_ready() -> float | None:
+    """Fraction of the running worker's list's first-frame kernels that are ready, 0–1: compiled in this process or
+    in numba's on-disk cache (by either process); kernels the game runs as Python on a cold launch left out. None
+    when no worker runs. The loading view's bar shows it (``CompileProgress.elsewhere``): this process's own
+    compiles are only part of a first launch's with a worker."""
+    if not _running():
+        return None
+    ready = total = 0
+    for e in _first_frame:
+        kernel = getattr(sys.modules.get(e.module), e.qualname, None)
+        if kernel is not None and cold_kernels.ENABLED and cold_kernels.is_set_up_kernel(kernel):
+            continue                                  # a twin stands in for it (set-up or per-step)
+        total += 1
+        if kernel is not None and (kernel.signatures or cold_kernels.cached(kernel)):
+            ready += 1
+    return ready / total if total else 1.0
 
 
 def _name(py_func: Any) -> str:
@@ -302,6 +326,7 @@ _markers: Path | None = None
 _marks: _Marks | None = None
 """The game's marks listener, installed with the first worker (a later worker gets a folder of its own)."""
 _recorded: dict[tuple[str, str], float] = {}
+_first_frame: list[Entry] = []            # the running worker's first-frame entries (first_frame_ready)
 
 
 def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
@@ -322,6 +347,7 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         return None
     from loom.engine import kernel_cache
     _recorded.update({(e.module, e.qualname): e.seconds for e in first + later})
+    _first_frame[:] = list(dict.fromkeys(first))
     _markers = Path(tempfile.mkdtemp(prefix="loom-compiling-"))
     _worker = subprocess.Popen([sys.executable, "-c", COMMAND, "work", str(path), str(os.getpid()), str(_markers)],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -332,7 +358,13 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         kernel_cache.miss_hooks.append(_wait_for_worker)
         atexit.register(stop)
     _marks.folder = _markers
+    cold_kernels.while_compiling(_running)
     return _worker
+
+
+def _running() -> bool:
+    """Whether the worker is at work (``cold_kernels``' per-step twins run meanwhile)."""
+    return _worker is not None and _worker.poll() is None
 
 
 def stop() -> None:
@@ -367,11 +399,11 @@ def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.P
             importlib.import_module(module)
         except ImportError:
             pass
-    from loom.engine import cold_kernels
     found = _dispatchers()
     set_up = {key for key, d in found.items() if cold_kernels.is_set_up_kernel(d)}
+    per_step = {key for key, d in found.items() if cold_kernels.is_per_step_kernel(d)}
     done = 0
-    queue = worker_order(first, later, set_up)
+    queue = worker_order(first, later, set_up, per_step)
     put_off: set[Entry] = set()
     first_frame = set(first)
     niced = False

@@ -40,6 +40,9 @@ class CompileProgress(event.Listener):
         """Called as hook(count, seconds, name) with every progress line (a window sets its caption)."""
         self.expected: int | None = None
         """Functions expected to compile from ``expect()`` on (None: unknown, no fraction)."""
+        self.elsewhere: Callable[[], float | None] | None = None
+        """How far along the first frame's kernels are counting another process's compiles, 0–1 or None
+        (``loom.engine.compile_ahead.first_frame_ready``, set by ``run_app`` when its worker runs)."""
         self._base = 0
 
     def expect(self, count: int | None) -> None:
@@ -51,23 +54,35 @@ class CompileProgress(event.Listener):
         self._base = self.count
 
     def fraction(self) -> float | None:
-        """How far along the expected compiles are, 0–0.99 (None when nothing is expected)."""
-        if self.expected is None:
+        """How far along the expected compiles are, 0–0.99 (None when nothing is expected); with ``elsewhere``,
+        the larger of this process's share and the first frame's kernels ready."""
+        ready = self.elsewhere() if self.elsewhere is not None else None
+        if self.expected is None and ready is None:
             return None
-        return min((self.count - self._base) / self.expected, 0.99)
+        own = (self.count - self._base) / self.expected if self.expected is not None else 0.0
+        return min(max(own, ready or 0.0), 0.99)
+
+    def begin(self) -> None:
+        """Say a first launch's compiling has begun (the first line) before its first compile event: a launch
+        that knows it is cold (its compile-ahead worker started) says so at once."""
+        if self.started is None:
+            self.started = time.perf_counter()
+            self._write("loom: compiling numba kernels (first launch only: they are cached for the next)")
 
     def progress_text(self) -> str:
         """"23 compiled" or, with an expectation, "23 of about 62 compiled (37 %)"."""
         done = self.count - self._base if self.expected is not None else self.count
+        ready = self.elsewhere() if self.elsewhere is not None else None
+        if ready is not None:
+            state = "ready" if ready >= 1.0 else f"{100.0 * self.fraction():.0f} % ready"
+            return f"{done} compiled here, first frame {state}"
         if self.expected is None:
             return f"{done} compiled"
         return f"{done} of about {self.expected} compiled ({100.0 * self.fraction():.0f} %)"
 
     def on_start(self, ev: event.Event) -> None:
         now = time.perf_counter()
-        if self.started is None:
-            self.started = now
-            self._write("loom: compiling numba kernels (first launch only: they are cached for the next)")
+        self.begin()
         dispatcher = (ev.data or {}).get("dispatcher")
         self.advance(now, "now", getattr(getattr(dispatcher, "py_func", None), "__qualname__", "?"))
 

@@ -112,3 +112,21 @@ def closest_point_on_triangle(px, py, pz, a, b, c):
     v = vb / denom
     w = vc / denom
     return a[0] + abx * v + acx * w, a[1] + aby * v + acy * w, a[2] + abz * v + acz * w
+
+
+from loom.engine.cold_kernels import python_twin as _twin  # noqa: E402
+
+
+def _vertex_normals_numpy(triangles, x, out):
+    """``vertex_normals_into`` in NumPy (sums in another order: equal to rounding): its twin while the
+    compile-ahead worker compiles it (``cold_kernels``)."""
+    p0, p1, p2 = x[triangles[:, 0]], x[triangles[:, 1]], x[triangles[:, 2]]
+    face = np.cross(p1 - p0, p2 - p0)
+    out[:, :] = 0.0
+    for corner in range(3):
+        np.add.at(out, triangles[:, corner], face)
+    length = np.sqrt((out * out).sum(axis=1))
+    np.divide(out, length[:, None], out=out, where=length[:, None] > 0.0)
+
+
+_twin(vertex_normals_into, per_step=True, twin=_vertex_normals_numpy)

@@ -145,10 +145,13 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
     p = arg_parser or parser()
     args = p.parse_args(None if argv is None else list(argv))
     check_outputs(args)                                    # a bad path is one line now, not after the run
+    progress = show_compile_progress()
+    progress.expect(compiles)
     if kernels is not None:                                # before the build: a first launch's other core
         from loom.engine import compile_ahead
-        compile_ahead.start(kernels)
-    show_compile_progress().expect(compiles)
+        if compile_ahead.start(kernels) is not None:       # a first launch: say so now, and count both cores
+            progress.elsewhere = compile_ahead.first_frame_ready
+            progress.begin()
     if getattr(args, "threads", None) is not None:
         try:
             app.set_threads(args.threads)

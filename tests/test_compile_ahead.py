@@ -99,6 +99,8 @@ def test_the_worker_meets_the_game_halfway():
     a, b, c, d, e = (Entry("loom.x", name, (), 1.0) for name in "abcde")
     order = compile_ahead.worker_order([a, b, c], [d, e, Entry("loom.x", "a", (), 9.0)], {("loom.x", "b")})
     assert order == [c, a, e, d, b]            # first frame last to first, then the later ones, set-up kernels last
+    order = compile_ahead.worker_order([a, b, c], [d, e], {("loom.x", "b")}, {("loom.x", "c")})
+    assert order == [a, c, e, d, b]            # a per-step kernel the game runs as Python meanwhile: next after them
 
 
 def test_the_worker_takes_each_call_tree_from_its_last_callee_and_a_callee_before_its_caller():
@@ -209,3 +211,21 @@ def test_a_second_worker_in_one_process_reuses_the_game_s_marks(monkeypatch, tmp
     assert compile_ahead._worker is None and compile_ahead._markers is None
     from numba.core import event
     event.unregister("numba:compile", marks)
+
+
+def test_the_first_frames_progress_counts_what_either_process_has_ready(monkeypatch):
+    """``first_frame_ready``: the share of the worker's first-frame kernels compiled here or cached (by either
+    process), a twin's kernel left out; None with no worker running."""
+    from loom.engine import cold_kernels
+    from loom.systems.xpbd import predict
+
+    entries = [Entry("loom.systems.xpbd.predict", "_predict", (), 0.2),
+               Entry("loom.systems.xpbd.predict", "no_such_kernel", (), 0.2),
+               Entry("loom.engine.geometry", "vertex_normals_into", (), 0.9)]      # a per-step twin: left out
+    monkeypatch.setattr(compile_ahead, "_first_frame", entries)
+    monkeypatch.setattr(cold_kernels, "ENABLED", True)
+    monkeypatch.setattr(compile_ahead, "_running", lambda: False)
+    assert compile_ahead.first_frame_ready() is None
+    monkeypatch.setattr(compile_ahead, "_running", lambda: True)
+    monkeypatch.setattr(cold_kernels, "cached", lambda kernel: kernel is predict._predict)
+    assert compile_ahead.first_frame_ready() == 0.5

@@ -139,3 +139,27 @@ def test_compile_progress_says_how_far_along_an_expected_count_is():
     for bad in (0, -3, 2.5, True, "10"):
         with pytest.raises(ValueError, match="expected compiles"):
             progress.expect(bad)
+
+
+def test_compile_progress_counts_the_other_cores_kernels_and_a_cold_launch_says_so_at_once():
+    """With a compile-ahead worker (``elsewhere``: the first frame's kernels ready in either process) the bar
+    shows the larger share, and the lines say both; ``begin()`` writes the first line before any compile."""
+    import io
+
+    from loom.engine.compile_progress import CompileProgress
+
+    stream = io.StringIO()
+    progress = CompileProgress(stream, interval=0.0)
+    progress.begin()
+    assert "compiling numba kernels" in stream.getvalue() and progress.count == 0
+    progress.begin()
+    assert stream.getvalue().count("compiling numba kernels") == 1
+    progress.expect(40)
+    ready = [0.5]
+    progress.elsewhere = lambda: ready[0]
+    progress.advance(0.0, "now", "k")
+    assert progress.fraction() == 0.5 and progress.progress_text() == "1 compiled here, first frame 50 % ready"
+    ready[0] = None                               # the worker ended: this process's count again
+    assert progress.fraction() == 1 / 40 and progress.progress_text() == "1 of about 40 compiled (2 %)"
+    ready[0] = 1.0
+    assert progress.fraction() == 0.99

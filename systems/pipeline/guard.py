@@ -63,6 +63,7 @@ from numba import prange
 
 from loom.components import Cloth, Tearable
 from loom.engine import App
+from loom.engine.cold_kernels import pick, python_twin
 from loom.systems.shared.batch import Batch, batchable, revisions
 
 log = logging.getLogger("loom.guard")
@@ -169,7 +170,7 @@ def save_state(app: App, dt: float) -> None:
         _check_and_save_batch(*lists, snapshot.start[0], snapshot.start[1])
         bad_particle, bad_field = snapshot.start
     else:
-        found = [_check_and_save(*row) for row in snapshot.rows(clothes)]
+        found = [pick(_check_and_save, row[0].shape[0])(*row) for row in snapshot.rows(clothes)]
         bad_particle = [bad for bad, _ in found]
         bad_field = [which for _, which in found]
     if max(bad_particle, default=-1) < 0:
@@ -227,7 +228,7 @@ def reject_non_finite(app: App, dt: float) -> None:
         _first_bad_batch(snapshot.check.update(revisions(c for _, c in rows), arrays), (MAX_POSITION, MAX_SPEED),
                          snapshot.stretch, snapshot.found)
     else:
-        found = [_first_bad(row[0:3], row[3:6], row[6], row[7:10], (MAX_POSITION, MAX_SPEED, limit))
+        found = [pick(_first_bad, row[0].shape[0])(row[0:3], row[3:6], row[6], row[7:10], (MAX_POSITION, MAX_SPEED, limit))
                  for row, limit in zip(arrays(), stretch)]
         bad_particle = [bad for bad, _ in found]
         bad_link = [link for _, link in found]
@@ -397,3 +398,41 @@ def _clamp_speeds(v, max_speed):
             s = max_speed / np.sqrt(sq)
             for c in range(3):
                 v[p, c] *= s
+
+
+
+def _check_and_save_numpy(x, v, x_prev, x0, v0, x_prev0):
+    """``_check_and_save`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
+    bad = ~(np.isfinite(x) & np.isfinite(v) & np.isfinite(x_prev)).all(axis=1)
+    if bad.any():
+        p = int(np.argmax(bad))
+        for c in range(3):
+            for which, a in enumerate((x, v, x_prev)):
+                if not np.isfinite(a[p, c]):
+                    return p, which
+    np.copyto(x0, x)
+    np.copyto(v0, v)
+    np.copyto(x_prev0, x_prev)
+    return -1, -1
+
+
+def _first_bad_numpy(state, links, inv_mass, saved, bounds):
+    """``_first_bad`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
+    x, v, x_prev = state
+    link_i, link_j, link_rest = links
+    max_position, max_speed, max_stretch = bounds
+    bad = ~((np.abs(x) <= max_position) & (np.abs(v) <= max_speed)).all(axis=1)
+    if bad.any():
+        return int(np.argmax(bad)), -1
+    d = x[link_i] - x[link_j]
+    limit = max_stretch * link_rest
+    over = ((d * d).sum(axis=1) > limit * limit) & ~((inv_mass[link_i] == 0.0) & (inv_mass[link_j] == 0.0))
+    if over.any():
+        k = int(np.argmax(over))
+        return int(link_i[k]), k
+    _check_and_save_numpy(x, v, x_prev, *saved)
+    return -1, -1
+
+
+python_twin(_check_and_save, per_step=True, twin=_check_and_save_numpy)
+python_twin(_first_bad, per_step=True, twin=_first_bad_numpy)

@@ -13,6 +13,7 @@ import numpy as np
 
 from loom.components import Cloth, Pin, Transform
 from loom.engine import App
+from loom.engine.cold_kernels import pick, python_twin
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 
 
@@ -53,7 +54,7 @@ def _fixed_target(pin: Pin) -> bool:
 
 def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
     """``prepare_pins`` for one pin: events for changed flags, this step's start and end, inverse masses."""
-    if _flags_changed(pin.active, pin.active_before):
+    if pick(_flags_changed, cloth.x.shape[0])(pin.active, pin.active_before):
         changed = pin.active != pin.active_before
         released = pin.index[changed & ~pin.active]
         grabbed = pin.index[changed & pin.active]
@@ -68,10 +69,10 @@ def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
         carrier = _carrier(app, pin)
         offset = pin.offset
         if isinstance(offset, np.ndarray) and offset.dtype == np.float64 and offset.shape == pin.step_end.shape:
-            _carry(carrier.rotation, carrier.position, offset, pin.step_end)
+            pick(_carry, cloth.x.shape[0])(carrier.rotation, carrier.position, offset, pin.step_end)
         else:                                           # a game assigned some other array-like
             pin.step_end[:] = carrier.to_world(offset)
-    _hold(pin.index, pin.active, cloth.x, cloth.base_inv_mass, pin.step_start, cloth.inv_mass)
+    pick(_hold, cloth.x.shape[0])(pin.index, pin.active, cloth.x, cloth.base_inv_mass, pin.step_start, cloth.inv_mass)
 
 
 def pin_particles(app: App, h: float) -> None:
@@ -88,7 +89,7 @@ def pin_particles(app: App, h: float) -> None:
         return
     for _, cloth, pin in pairs:
         if cloth.substepped:
-            _move_pins(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
+            pick(_move_pins, cloth.x.shape[0])(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
 
 
 class PinTargetBatch(Batch):
@@ -201,3 +202,9 @@ def _move_pins_batch(index, active, start, end, x, alpha):
     """``_move_pins`` for every pin of a batch (typed lists, one entry per pin)."""
     for k in range(len(x)):
         _move_pins(index[k], active[k], start[k], end[k], alpha, x[k])
+
+
+python_twin(_flags_changed, per_step=True)
+python_twin(_carry, per_step=True)
+python_twin(_hold, per_step=True)
+python_twin(_move_pins, per_step=True)

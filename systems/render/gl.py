@@ -40,6 +40,7 @@ from loom.components.render import FLOOR_COLOR, SOLID_COLOR, ClothStyle, Collide
 from loom.engine import App, Stage
 from loom.engine.frame_stats import FrameStats
 from loom.engine.geometry import grid_triangles
+from loom.engine.cold_kernels import pick, python_twin
 from loom.engine.window import FrameCapture, LoadingView, Window, WindowSettings, create_gl_context, save_png
 from loom.systems.render.surface import ClothSurface
 
@@ -577,7 +578,7 @@ class GLRenderer:
                 start = time.perf_counter()
                 gpu.surface.update(cloth, strain=settings.view == "strain")
                 packed = time.perf_counter()
-                _pack_vertices(gpu.surface.x, gpu.surface.normal, gpu.surface.uv, gpu.surface.strain, gpu.packed)
+                pick(_pack_vertices, gpu.surface.x.shape[0])(gpu.surface.x, gpu.surface.normal, gpu.surface.uv, gpu.surface.strain, gpu.packed)
                 gpu.vbo.write(gpu.packed)
                 self.seconds["normals"] += packed - start
                 self.seconds["upload"] += time.perf_counter() - packed
@@ -1086,3 +1087,15 @@ def _pack_points(x, inv_mass, out):
             out[v, c] = x[v, c]
         out[v, 3] = 1.0 if inv_mass[v] == 0.0 else 0.0
 
+
+
+
+def _pack_vertices_numpy(x, normal, uv, strain, out):
+    """``_pack_vertices`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
+    out[:, 0:3] = x
+    out[:, 3:6] = normal
+    out[:, 6:8] = uv
+    out[:, 8] = strain
+
+
+python_twin(_pack_vertices, per_step=True, twin=_pack_vertices_numpy)

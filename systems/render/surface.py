@@ -43,6 +43,7 @@ import numpy as np
 
 from loom.components.cloth import STRETCH
 from loom.engine.geometry import vertex_normals, vertex_normals_into
+from loom.engine.cold_kernels import pick, python_twin
 
 CORNER_ANGLE = math.radians(40.0)
 """A boundary vertex whose boundary turns by more than this in the rest shape is a corner and is kept
@@ -97,7 +98,7 @@ def loop_stencil(triangles: Any, rest_x: Any, levels: int) -> LoopStencil:
         l_ptr, l_idx, l_w, tris = _loop_level(tris, rest)
         rest = np.zeros((l_ptr.size - 1, 3))
         indptr, indices, weights = _csr_matmul(l_ptr, l_idx, l_w, indptr, indices, weights, n)
-        _apply_csr(indptr, indices, weights, np.ascontiguousarray(rest_x, dtype=np.float64), rest)
+        pick(_apply_csr, n)(indptr, indices, weights, np.ascontiguousarray(rest_x, dtype=np.float64), rest)
     return LoopStencil(levels=int(levels), source_count=n, vertex_count=indptr.size - 1, indptr=indptr,
                        indices=indices, weights=weights, triangles=np.ascontiguousarray(tris, dtype=np.int32))
 
@@ -115,8 +116,8 @@ def subdivide(stencil: LoopStencil, values: np.ndarray, out: np.ndarray | None =
         out = np.empty(shape)
     elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ValueError(f"subdivide out: shape {out.shape} dtype {out.dtype}, expected C-contiguous {shape} float64")
-    _apply_csr(stencil.indptr, stencil.indices, stencil.weights, src.reshape(src.shape[0], -1),
-               out.reshape(shape[0], -1))
+    pick(_apply_csr, stencil.vertex_count)(stencil.indptr, stencil.indices, stencil.weights,
+                                           src.reshape(src.shape[0], -1), out.reshape(shape[0], -1))
     return out
 
 
@@ -171,14 +172,14 @@ class ClothSurface:
     def update(self, cloth: Any, *, strain: bool = False) -> None:
         """Refresh x, normal (and strain when asked) from the cloth's current positions, in place."""
         if self.stencil is not None:
-            _apply_csr(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
+            pick(_apply_csr, self.x.shape[0])(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
         else:
             self.x[:] = cloth.x
-        vertex_normals_into(self.triangles, self.x, self.normal)
+        pick(vertex_normals_into, self.x.shape[0])(self.triangles, self.x, self.normal)
         if strain:
             _vertex_strain(cloth.link_i, cloth.link_j, cloth.link_rest, self._link_use, cloth.x, self.particle_strain)
             if self.stencil is not None:
-                _apply_csr(self.stencil.indptr, self.stencil.indices, self.stencil.weights,
+                pick(_apply_csr, self.x.shape[0])(self.stencil.indptr, self.stencil.indices, self.stencil.weights,
                            self.particle_strain.reshape(-1, 1), self.strain.reshape(-1, 1))
             else:
                 self.strain[:] = self.particle_strain
@@ -319,3 +320,15 @@ def _vertex_strain(link_i, link_j, link_rest, link_use, x, out):
     for v in range(n):
         if count[v] > 0.0:
             out[v] /= count[v]
+
+
+
+def _apply_csr_numpy(indptr, indices, weights, src, out):
+    """``_apply_csr`` in NumPy (each row's terms summed in the same order): its twin while the compile-ahead worker
+    compiles it (``cold_kernels``)."""
+    rows = np.repeat(np.arange(out.shape[0]), np.diff(indptr))
+    out[:, :] = 0.0
+    np.add.at(out, rows, weights[:, None] * src[indices])
+
+
+python_twin(_apply_csr, per_step=True, twin=_apply_csr_numpy)

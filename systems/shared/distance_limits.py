@@ -63,6 +63,7 @@ import numpy as np
 from loom.components import Cloth
 from loom.components.cloth import HELD
 from loom.systems.shared.held import hold
+from loom.engine.cold_kernels import pick, python_twin
 
 log = logging.getLogger("loom.limits")
 
@@ -221,9 +222,9 @@ class DeformationLimit:
         self.passes, self.over, self.excess, self.stretch = 0.0, 0, 0.0, 1.0
         if c == 0:
             return True
-        if _count_over(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
+        if pick(_count_over, x.shape[0])(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
             self.passes = 1.0                            # every link checked once, none over: nothing to do
-            if _anchors_changed(inv_mass, self.anchor_mask):
+            if pick(_anchors_changed, x.shape[0])(inv_mass, self.anchor_mask):
                 self._find_reach()                       # but new anchors are found now, not in a later frame
             return True
         budget = min(max_passes, INFEASIBLE_PASSES)
@@ -257,7 +258,7 @@ class DeformationLimit:
         else:
             self.anchors = anchors
             self.distance = np.empty((anchors.shape[0], n))
-            _anchor_distances(anchors, self.link_i, self.link_j, self.link_hi, self.offsets, self.neighbours,
+            pick(_anchor_distances, n)(anchors, self.link_i, self.link_j, self.link_hi, self.offsets, self.neighbours,
                               self.distance)
             self.reach = np.ascontiguousarray(self.distance[:, anchors])
             m = min(PULL_ANCHORS, anchors.shape[0])
@@ -678,3 +679,25 @@ def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x, contact):
     if t.relaxed[0]:                                     # report against the real bounds
         over, excess = _count_over(t.link_i, t.link_j, t.link_hi, x)
     return False, visits, over, excess, stretch
+
+
+
+def _count_over_numpy(link_i, link_j, link_hi, x):
+    """``_count_over`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
+    d = x[link_i].astype(np.float64) - x[link_j]
+    ratio = np.sqrt((d * d).sum(axis=1)) / link_hi
+    over = ratio > 1.0
+    return int(over.sum()), float(ratio[over].max() - 1.0) if over.any() else 0.0
+
+
+def _anchors_changed_numpy(inv_mass, mask):
+    """``_anchors_changed`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
+    anchor = inv_mass == 0.0
+    changed = bool((anchor != mask).any())
+    mask[:] = anchor
+    return changed
+
+
+python_twin(_count_over, per_step=True, twin=_count_over_numpy)
+python_twin(_anchors_changed, per_step=True, twin=_anchors_changed_numpy)
+python_twin(_anchor_distances)

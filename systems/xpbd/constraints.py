@@ -305,7 +305,7 @@ def refresh_tethers(app: App, dt: float) -> None:
                                batch.changed)
         changed = [c for c, maybe in zip(clothes, batch.changed) if maybe]
     else:
-        changed = [c for c in clothes if _anchors_changed(c.inv_mass, c.tether_anchor_mask)]
+        changed = [c for c in clothes if pick(_anchors_changed, c.inv_mass.shape[0])(c.inv_mass, c.tether_anchor_mask)]
     for cloth in changed:
         anchors = cloth.inv_mass == 0.0
         cloth.tether_anchor_mask = anchors
@@ -636,3 +636,11 @@ def _build_tethers(rest_x, anchors, inv_mass, count):
 
 
 python_twin(_build_tethers)      # a small cloth's tethers are built in Python on a cold launch (cold_kernels)
+
+
+def _anchors_changed_numpy(inv_mass, mask):
+    """``_anchors_changed`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
+    return bool(((inv_mass == 0.0) != mask).any())
+
+
+python_twin(_anchors_changed, per_step=True, twin=_anchors_changed_numpy)
