@@ -100,7 +100,7 @@ def test_the_worker_meets_the_game_halfway():
     order = compile_ahead.worker_order([a, b, c], [d, e, Entry("loom.x", "a", (), 9.0)], {("loom.x", "b")})
     assert order == [c, a, e, d, b]            # first frame last to first, then the later ones, set-up kernels last
     order = compile_ahead.worker_order([a, b, c], [d, e], {("loom.x", "b")}, {("loom.x", "c")})
-    assert order == [a, c, e, d, b]            # a per-step kernel the game runs as Python meanwhile: next after them
+    assert order == [a, e, d, c, b]            # a per-step kernel the game runs as NumPy meanwhile: after them all
 
 
 def test_the_worker_takes_each_call_tree_from_its_last_callee_and_a_callee_before_its_caller():
