@@ -76,7 +76,7 @@ def while_compiling(running: Callable[[], bool]) -> None:
     _compiling = running
 
 
-def is_set_up_kernel(kernel: Any) -> bool:
+def has_twin(kernel: Any) -> bool:
     """Whether ``kernel`` was registered with ``python_twin`` (a set-up or a per-step kernel)."""
     return kernel in _twins
 

@@ -202,7 +202,7 @@ def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tup
     twins = set_up | per_step
     return ([e for e in order if (e.module, e.qualname) not in twins]
             + [e for e in order if (e.module, e.qualname) in per_step]
-            + [e for e in order if (e.module, e.qualname) in set_up and (e.module, e.qualname) not in per_step])
+            + [e for e in order if (e.module, e.qualname) in set_up - per_step])
 
 
 def _mirrored(entries: Sequence[Entry]) -> list[Entry]:
@@ -247,7 +247,7 @@ def missing(entries: Sequence[Entry]) -> int:
 
 def first_frame_ready() -> float | None:
     """Fraction of the running worker's list's first-frame kernels that are ready, 0–1: compiled in this process or
-    in numba's on-disk cache (by either process); kernels the game runs as Python on a cold launch left out. None
+    in numba's on-disk cache (by either process); kernels with a twin the game runs meanwhile left out. None
     when no worker runs. The loading view's bar shows it (``CompileProgress.elsewhere``): this process's own
     compiles are only part of a first launch's with a worker."""
     if not _running():
@@ -255,7 +255,7 @@ def first_frame_ready() -> float | None:
     ready = total = 0
     for e in _first_frame:
         kernel = getattr(sys.modules.get(e.module), e.qualname, None)
-        if kernel is not None and cold_kernels.ENABLED and cold_kernels.is_set_up_kernel(kernel):
+        if kernel is not None and cold_kernels.ENABLED and cold_kernels.has_twin(kernel):
             continue                                  # a twin stands in for it (set-up or per-step)
         total += 1
         if kernel is not None and (kernel.signatures or cold_kernels.cached(kernel)):
@@ -402,7 +402,7 @@ def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.P
         except ImportError:
             pass
     found = _dispatchers()
-    set_up = {key for key, d in found.items() if cold_kernels.is_set_up_kernel(d)}
+    set_up = {key for key, d in found.items() if cold_kernels.has_twin(d) and not cold_kernels.is_per_step_kernel(d)}
     per_step = {key for key, d in found.items() if cold_kernels.is_per_step_kernel(d)}
     done = 0
     queue = worker_order(first, later, set_up, per_step)

@@ -11,6 +11,8 @@ import math
 import numba
 import numpy as np
 
+from loom.engine.cold_kernels import python_twin
+
 
 def grid_triangles(nx: int, ny: int, *, checkerboard: bool = True) -> np.ndarray:
     """Triangles (2·(nx−1)·(ny−1), 3) int32 of an nx × ny vertex grid numbered row by row (row·nx + col).
@@ -114,9 +116,6 @@ def closest_point_on_triangle(px, py, pz, a, b, c):
     return a[0] + abx * v + acx * w, a[1] + aby * v + acy * w, a[2] + abz * v + acz * w
 
 
-from loom.engine.cold_kernels import python_twin as _twin  # noqa: E402
-
-
 def _vertex_normals_numpy(triangles, x, out):
     """``vertex_normals_into`` in NumPy (sums in another order: equal to rounding): its twin while the
     compile-ahead worker compiles it (``cold_kernels``)."""
@@ -129,4 +128,4 @@ def _vertex_normals_numpy(triangles, x, out):
     np.divide(out, length[:, None], out=out, where=length[:, None] > 0.0)
 
 
-_twin(vertex_normals_into, per_step=True, twin=_vertex_normals_numpy)
+python_twin(vertex_normals_into, per_step=True, twin=_vertex_normals_numpy)

@@ -95,7 +95,7 @@ def test_python_twin_refuses_what_is_not_a_kernel_or_an_unregistered_callee():
 
     with pytest.raises(TypeError, match="callee 'helper'"):
         cold_kernels.python_twin(caller, helper)
-    assert not cold_kernels.is_set_up_kernel(caller)
+    assert not cold_kernels.has_twin(caller)
     with pytest.raises(KeyError):
         cold_kernels.pick(caller, 1)
 
@@ -103,7 +103,7 @@ def test_python_twin_refuses_what_is_not_a_kernel_or_an_unregistered_callee():
 def _twin_and_kernel_agree(kernel, make_args) -> None:
     """``kernel``'s per-step twin (its source as Python, or its NumPy twin) and the compiled kernel, each on its own
     copy of the same arguments, return the same values and leave the same arrays, to the bit."""
-    assert cold_kernels.is_per_step_kernel(kernel) and not cold_kernels.is_set_up_kernel(yarns.solve_yarn)
+    assert cold_kernels.is_per_step_kernel(kernel) and not cold_kernels.has_twin(yarns.solve_yarn)
     args_twin, args_kernel = make_args(), make_args()
     got, want = cold_kernels._twins[kernel](*args_twin), kernel(*args_kernel)
     assert np.array_equal(np.asarray(got, dtype=float), np.asarray(want, dtype=float), equal_nan=True), (got, want)

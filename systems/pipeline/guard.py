@@ -228,7 +228,8 @@ def reject_non_finite(app: App, dt: float) -> None:
         _first_bad_batch(snapshot.check.update(revisions(c for _, c in rows), arrays), (MAX_POSITION, MAX_SPEED),
                          snapshot.stretch, snapshot.found)
     else:
-        found = [pick(_first_bad, row[0].shape[0])(row[0:3], row[3:6], row[6], row[7:10], (MAX_POSITION, MAX_SPEED, limit))
+        found = [pick(_first_bad, row[0].shape[0])(row[0:3], row[3:6], row[6], row[7:10],
+                                                   (MAX_POSITION, MAX_SPEED, limit))
                  for row, limit in zip(arrays(), stretch)]
         bad_particle = [bad for bad, _ in found]
         bad_link = [link for _, link in found]
@@ -398,7 +399,6 @@ def _clamp_speeds(v, max_speed):
             s = max_speed / np.sqrt(sq)
             for c in range(3):
                 v[p, c] *= s
-
 
 
 def _check_and_save_numpy(x, v, x_prev, x0, v0, x_prev0):
