@@ -56,7 +56,10 @@ class CompileProgress(event.Listener):
     def fraction(self) -> float | None:
         """How far along the expected compiles are, 0–0.99 (None when nothing is expected); with ``elsewhere``,
         the larger of this process's share and the first frame's kernels ready."""
-        ready = self.elsewhere() if self.elsewhere is not None else None
+        return self._fraction(self.elsewhere() if self.elsewhere is not None else None)
+
+    def _fraction(self, ready: float | None) -> float | None:
+        """``fraction()`` with ``elsewhere``'s value ``ready`` already read (it stats a file per kernel)."""
         if self.expected is None and ready is None:
             return None
         own = (self.count - self._base) / self.expected if self.expected is not None else 0.0
@@ -74,7 +77,7 @@ class CompileProgress(event.Listener):
         done = self.count - self._base if self.expected is not None else self.count
         ready = self.elsewhere() if self.elsewhere is not None else None
         if ready is not None:
-            state = "ready" if ready >= 1.0 else f"{100.0 * self.fraction():.0f} % ready"
+            state = "ready" if ready >= 1.0 else f"{100.0 * self._fraction(ready):.0f} % ready"
             return f"{done} compiled here, first frame {state}"
         if self.expected is None:
             return f"{done} compiled"

@@ -578,7 +578,9 @@ class GLRenderer:
                 start = time.perf_counter()
                 gpu.surface.update(cloth, strain=settings.view == "strain")
                 packed = time.perf_counter()
-                pick(_pack_vertices, gpu.surface.x.shape[0])(gpu.surface.x, gpu.surface.normal, gpu.surface.uv, gpu.surface.strain, gpu.packed)
+                surface = gpu.surface
+                pick(_pack_vertices, surface.x.shape[0])(surface.x, surface.normal, surface.uv, surface.strain,
+                                                         gpu.packed)
                 gpu.vbo.write(gpu.packed)
                 self.seconds["normals"] += packed - start
                 self.seconds["upload"] += time.perf_counter() - packed
@@ -1086,7 +1088,6 @@ def _pack_points(x, inv_mass, out):
         for c in range(3):
             out[v, c] = x[v, c]
         out[v, 3] = 1.0 if inv_mass[v] == 0.0 else 0.0
-
 
 
 

@@ -172,7 +172,8 @@ class ClothSurface:
     def update(self, cloth: Any, *, strain: bool = False) -> None:
         """Refresh x, normal (and strain when asked) from the cloth's current positions, in place."""
         if self.stencil is not None:
-            pick(_apply_csr, self.x.shape[0])(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
+            pick(_apply_csr, self.x.shape[0])(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x,
+                                              self.x)
         else:
             self.x[:] = cloth.x
         pick(vertex_normals_into, self.x.shape[0])(self.triangles, self.x, self.normal)
@@ -320,7 +321,6 @@ def _vertex_strain(link_i, link_j, link_rest, link_use, x, out):
     for v in range(n):
         if count[v] > 0.0:
             out[v] /= count[v]
-
 
 
 def _apply_csr_numpy(indptr, indices, weights, src, out):

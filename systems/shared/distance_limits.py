@@ -681,13 +681,12 @@ def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x, contact):
     return False, visits, over, excess, stretch
 
 
-
 def _count_over_numpy(link_i, link_j, link_hi, x):
     """``_count_over`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
     d = x[link_i].astype(np.float64) - x[link_j]
-    ratio = np.sqrt((d * d).sum(axis=1)) / link_hi
-    over = ratio > 1.0
-    return int(over.sum()), float(ratio[over].max() - 1.0) if over.any() else 0.0
+    length = np.sqrt((d * d).sum(axis=1))
+    over = length > link_hi                      # as the kernel compares: l > hi, not l / hi > 1
+    return int(over.sum()), float((length[over] / link_hi[over]).max() - 1.0) if over.any() else 0.0
 
 
 def _anchors_changed_numpy(inv_mass, mask):
