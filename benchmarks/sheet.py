@@ -15,11 +15,11 @@ process (the order flips every block), so a busy or drifting machine slows both 
 - ``sweep_ns_per_projection`` / ``plain_sweep_ns_per_projection``: the constraint sweeps of one substep alone
   (the App's kernel on its held arrays against the plain sweep, from the same positions, alternating, the
   fastest of 31 each), ``sweep_ratio`` the plain time over the App's.
-Measured (--n 64 128 --substeps 4 --iters 10, 1 thread, float64, 2-core Xeon VM shared with other jobs, load
-3.3–3.8, 4 runs): ratio_to_plain 1.33–1.45 at n = 64 and 1.39–1.54 at n = 128; sweeps 7.3–7.9 ns against
-10.6–11.3 ns per projection (sweep_ratio 1.43–1.66). Before the unsigned indices of ``_solve``
-(systems/xpbd/constraints.py) the same benchmark gave ratio_to_plain 0.97–1.09 and sweeps of 9.9–10.1 ns
-against 10.7–11.3 ns. plain_max_dx_m is 0.0 throughout.
+Measured (--n 64 128 --substeps 4 --iters 10, 1 thread, float64, the 2-core AMD EPYC VM, idle, 2 runs):
+ratio_to_plain 1.15–1.19 at n = 64 and 1.16–1.19 at n = 128, sweeps 17.7–24.6 ns against 23.9–32.5 ns per
+projection (sweep_ratio 1.31–1.36); 0.82 and 0.80 before the yarns' contact tests became selects
+(systems/xpbd/yarns.py, ``_normal``). plain_max_dx_m is 0.0 throughout. Before the yarns, on a 2-core Xeon VM:
+1.33–1.54 with the unsigned indices of ``_solve`` (systems/xpbd/constraints.py), 0.97–1.09 before them.
 The plain kernel is always one thread (with --threads 2 the ratio is the parallel App against it). Its fields
 are null where it would not do the same work (--sphere, a model other than xpbd, float32) or with --no-plain.
 
