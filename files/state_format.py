@@ -142,7 +142,7 @@ def loom_classes() -> tuple[type, ...]:
     from loom.systems.models.implicit import constraints as implicit_constraints
     from loom.systems.pipeline import guard, pins
     from loom.systems.shared.batch import Batch
-    from loom.systems.shared.distance_limits import DeformationLimits
+    from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
     from loom.systems.shared.model_index import ClothIndex
     from loom.systems.shared.substep_model import ClothScratch
     from loom.systems.xpbd import constraints as xpbd_constraints
@@ -159,7 +159,7 @@ def loom_classes() -> tuple[type, ...]:
         predict.ForceBatch, predict.IntegrationBatch, xpbd_constraints.ConstraintTables,
         xpbd_constraints.ConstraintBatch, xpbd_constraints.AnchorBatch, xpbd_constraints.ProvotBounds,
         mass_spring.MassSpringScratch, mass_spring.SpringState, mass_spring.SpringTables,
-        verlet.VerletScratch, verlet._VerletTables, DeformationLimits,
+        verlet.VerletScratch, verlet._VerletTables, DeformationLimits, LimitBatch,
         solver.ImplicitWorkspaces, solver.ImplicitWorkspace, solver.HeldParts, block_sparse.BlockPattern,
         block_sparse.Constraints, block_sparse.PcgScratch, implicit_constraints.Contacts,
         implicit_constraints.StepVectors, forces.RestShape, forces.LinearSystem,

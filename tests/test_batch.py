@@ -9,6 +9,7 @@ import pytest
 from loom.components import Cloth, Pin, Wind
 from loom.engine import mesh
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, revisions
+from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.xpbd.constraints import ConstraintBatch
 from loom.systems.xpbd.predict import IntegrationBatch
 
@@ -39,10 +40,14 @@ def test_a_batch_moves_each_cloth_exactly_as_alone(make_app, threads, count):
     together.step(30)
     assert together.resources.get(ConstraintBatch) is not None          # the batched path ran
     assert (together.resources.get(IntegrationBatch) is not None) == (count >= BATCH_MIN_CLOTHS)
+    assert (together.resources.get(LimitBatch) is not None) == (count >= BATCH_MIN_CLOTHS)   # the stretch limit
     for k in (0, 1, count - 1):
         alone, ((_, single, _),) = _world(make_app, [k])
         alone.step(30)
         assert np.array_equal(made[k][1].x, single.x), f"cloth {k} differs batched"
+        batched, own = (app.resource(DeformationLimits).of(c) for app, c in ((together, made[k][1]), (alone, single)))
+        assert (batched.passes, batched.over, batched.excess, batched.stretch, batched.unmet) == \
+            (own.passes, own.over, own.excess, own.stretch, own.unmet), f"cloth {k}'s limit report differs batched"
 
 
 def test_a_batch_follows_released_pins_and_rebuilt_tethers(make_app):
@@ -101,3 +106,21 @@ def test_a_batch_follows_a_cloth_replaced_by_a_new_one(make_app):
     start = fresh.x.copy()
     together.step(5)
     assert np.abs(fresh.x - start).max() > 1e-3                       # the new cloth moves
+
+
+def test_a_batched_world_resumes_from_a_snapshot_bit_identically(make_app, tmp_path):
+    """Every batch resource (the stretch limit's too) saves empty and is built again at the next substep: a world
+    of BATCH_MIN_CLOTHS flags saved mid-run and loaded into a fresh App goes on exactly as the one never stopped."""
+    from loom.files.snapshot import load_snapshot, save_snapshot
+
+    path = tmp_path / "flags.loom"
+    first, made = _world(make_app, list(range(BATCH_MIN_CLOTHS)))
+    first.step(15)
+    assert first.resources.get(LimitBatch) is not None
+    save_snapshot(first, path)
+    first.step(15)
+    second, again = _world(make_app, list(range(BATCH_MIN_CLOTHS)))
+    load_snapshot(second, path)
+    second.step(15)
+    for (_, a, _), (_, b, _) in zip(made, again, strict=True):
+        assert np.array_equal(a.x, b.x)

@@ -58,10 +58,12 @@ import weakref
 from typing import NamedTuple
 
 import numba
+from numba import prange
 import numpy as np
 
 from loom.components import Cloth
 from loom.components.cloth import HELD
+from loom.systems.shared.batch import Batch
 from loom.systems.shared.held import hold
 from loom.engine.cold_kernels import pick, python_twin
 
@@ -228,13 +230,18 @@ class DeformationLimit:
                 self._find_reach()                       # but new anchors are found now, not in a later frame
             return True
         budget = min(max_passes, INFEASIBLE_PASSES)
-        changed, visits, self.over, self.excess, self.stretch = _limit_substep(self.held, max_passes * c,
-                                                                               budget * c, inv_mass, x, contact)
+        changed, visits, over, excess, stretch = _limit_substep(self.held, max_passes * c, budget * c, inv_mass, x,
+                                                                contact)
         if changed:                                      # a pin or grab came or went: new anchors, then the limit
             self._find_reach()
-            changed, visits, self.over, self.excess, self.stretch = _limit_substep(self.held, max_passes * c,
-                                                                                   budget * c, inv_mass, x, contact)
-        self.passes = visits / c
+            changed, visits, over, excess, stretch = _limit_substep(self.held, max_passes * c, budget * c, inv_mass,
+                                                                    x, contact)
+        return self._report(max_passes, visits, over, excess, stretch)
+
+    def _report(self, max_passes: int, visits: int, over: int, excess: float, stretch: float) -> bool:
+        """Keep a limited substep's figures (``passes``, ``over``, ``excess``, ``stretch``); count and log it when
+        it left a link over its bound. Returns True when none is over."""
+        self.passes, self.over, self.excess, self.stretch = visits / self.link_i.shape[0], int(over), excess, stretch
         if self.over == 0:
             return True
         self.unmet += 1
@@ -325,6 +332,77 @@ class DeformationLimits:
     def __getstate__(self) -> dict:
         """Saved empty: weak references do not save, and a loaded world rebuilds the tables at its first substep."""
         return {"by_cloth": {}}
+
+
+class LimitBatch:
+    """Resource: the limits of many cloths run by one kernel call a substep (``apply_all``), a cloth per thread.
+
+    ``DeformationLimit.apply`` costs a Python call and two or three kernel dispatches per cloth per substep, about
+    40 µs: the 100 flags of ``python -m loom.benchmarks scenes --scene flags100`` spent 3.5 ms a substep there,
+    more than in the limit's own work. The batch holds typed lists of the limits' held tables and the cloths'
+    arrays (systems/shared/batch.py), rebuilt when any of them is replaced. Saved empty by snapshots."""
+
+    def __init__(self) -> None:
+        self.batch = Batch()
+        self.out = np.zeros((0, 5))
+
+    def apply_all(self, work: list[tuple[DeformationLimit, np.ndarray, np.ndarray, np.ndarray]],
+                  max_passes: int) -> None:
+        """``limit.apply(max_passes, inv_mass, x, contact)`` for each (limit, inv_mass, x, contact) of ``work``,
+        the same kernels on the same arrays in one call (``_limit_batch``), then each limit's report; a limit
+        whose anchors changed finds them again in Python and, if a link was over, runs alone once more, as
+        ``apply`` does."""
+        work = [w for w in work if w[0].link_i.shape[0] > 0]
+        if not work:
+            return
+        key = tuple((id(limit.held), id(inv_mass), id(x), id(contact)) for limit, inv_mass, x, contact in work)
+        tables, inv_masses, xs, contacts = self.batch.update(
+            key, lambda: [(limit.held, inv_mass, x, contact) for limit, inv_mass, x, contact in work])
+        if self.out.shape[0] != len(work):
+            self.out = np.zeros((len(work), 5))
+        out = self.out
+        _limit_batch(tables, inv_masses, xs, contacts, max_passes, min(max_passes, INFEASIBLE_PASSES), out)
+        for k, (limit, inv_mass, x, contact) in enumerate(work):
+            flag = out[k, 0]
+            if flag == 2.0:                              # anchors changed with links over: find them, limit again
+                limit._find_reach()
+                limit.apply(max_passes, inv_mass, x, contact)
+                continue
+            limit._report(max_passes, out[k, 1], out[k, 2], out[k, 3], out[k, 4])
+            if flag == 1.0:                              # none over, new anchors: found now, as ``apply`` does
+                limit._find_reach()
+
+    def __getstate__(self) -> dict:
+        """Saved empty: typed lists and held structs do not pickle; the next substep builds the batch again."""
+        return {"batch": Batch(), "out": np.zeros((0, 5))}
+
+
+@numba.njit(cache=True, parallel=True)
+def _limit_batch(tables, inv_mass, x, contact, max_passes, budget, out):
+    """``DeformationLimit.apply``'s kernel work for each cloth of a batch (typed lists of held ``LimitTables``,
+    inverse masses, positions and contacts), a cloth per thread: the length check (``_count_over``), and
+    ``_limit_substep`` when a link is over. out (k, 5): 0, or 1 (none over, anchors changed) or 2 (anchors changed,
+    nothing done: the caller finds them and limits again); then visits, links over, largest excess, stretch."""
+    for kk in prange(len(tables)):
+        k = np.int64(kk)                                 # typed lists take signed indices
+        t = tables[k].value
+        c = t.link_i.shape[0]
+        out[k, 0] = 0.0
+        out[k, 1] = c
+        out[k, 2] = 0.0
+        out[k, 3] = 0.0
+        out[k, 4] = 1.0
+        if _count_over(t.link_i, t.link_j, t.link_hi, x[k])[0] == 0:
+            if _anchors_changed(inv_mass[k], t.anchor_mask):
+                out[k, 0] = 1.0
+            continue
+        changed, visits, over, excess, stretch = _limit_substep(tables[k], max_passes * c, budget * c, inv_mass[k],
+                                                                x[k], contact[k])
+        out[k, 0] = 2.0 if changed else 0.0
+        out[k, 1] = visits
+        out[k, 2] = over
+        out[k, 3] = excess
+        out[k, 4] = stretch
 
 
 def _is_power_of_ten(k: int) -> bool:

@@ -39,7 +39,7 @@ from loom.components import STRETCH, Cloth, Tearable
 from loom.engine import App
 from loom.engine.cold_kernels import pick, python_twin
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
-from loom.systems.shared.distance_limits import DeformationLimits
+from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import clothes_of
 from loom.systems.xpbd.predict import MODEL
@@ -117,13 +117,20 @@ def limit_links(app: App, h: float) -> None:
     every link under the tear strain, is not applied."""
     limits = None
     tearing = app.init_resource(ConstraintTables).plain
+    work = []
     for cloth in clothes_of(app, MODEL):
         m = cloth.material
         if m.strain_limit is None and (m.stretch_limit is None or id(cloth) in tearing):
             continue
         limits = limits or app.init_resource(DeformationLimits)
         bounds = cloth.link_max if id(cloth) not in tearing else app.init_resource(ProvotBounds).get(cloth)
-        limits.get(cloth, bounds).apply(STRAIN_LIMIT_MAX_PASSES, cloth.inv_mass, cloth.x, cloth.contact)
+        work.append((cloth, limits.get(cloth, bounds)))
+    if batchable([cloth for cloth, _ in work]):          # many cloths: one kernel call (``LimitBatch``)
+        app.init_resource(LimitBatch).apply_all([(limit, cloth.inv_mass, cloth.x, cloth.contact)
+                                                 for cloth, limit in work], STRAIN_LIMIT_MAX_PASSES)
+        return
+    for cloth, limit in work:
+        limit.apply(STRAIN_LIMIT_MAX_PASSES, cloth.inv_mass, cloth.x, cloth.contact)
 
 
 class ProvotBounds:
