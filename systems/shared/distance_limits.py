@@ -337,10 +337,13 @@ class DeformationLimits:
 class LimitBatch:
     """Resource: the limits of many cloths run by one kernel call a substep (``apply_all``), a cloth per thread.
 
-    ``DeformationLimit.apply`` costs a Python call and two or three kernel dispatches per cloth per substep, about
-    40 µs: the 100 flags of ``python -m loom.benchmarks scenes --scene flags100`` spent 3.5 ms a substep there,
-    more than in the limit's own work. The batch holds typed lists of the limits' held tables and the cloths'
-    arrays (systems/shared/batch.py), rebuilt when any of them is replaced. Saved empty by snapshots."""
+    ``DeformationLimit.apply`` costs a Python call and two or three kernel dispatches per cloth per substep, and runs
+    the cloths one after another on one thread. Batched, the limit spreads the cloths over the threads and the 100
+    flags of ``python -m loom.benchmarks scenes --scene flags100`` ran 82–93 → 70–77 ms a frame on one thread (the
+    limit's own system time hardly moved, 10–12 → 10–11 ms: its passes, not the calls, are its cost; the rest of
+    the gain is in the solve and the yarns, not explained yet: docs/performance.md). The batch holds typed lists of
+    the limits' held tables and the cloths' arrays (systems/shared/batch.py), rebuilt when any of them is replaced.
+    Saved empty by snapshots."""
 
     def __init__(self) -> None:
         self.batch = Batch()
