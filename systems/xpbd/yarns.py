@@ -404,12 +404,13 @@ def _normal(contact, p, resting_only):
     """Particle p's contact normal from ``Cloth.contact`` (n, 5), or zero where it touched nothing, or with
     ``resting_only`` a collider that was moving.
 
-    Written as a select (the normal times 1 or 0), not an early return, and ``_mobility`` likewise: whether a
-    particle along a yarn touches something changes from one particle to the next at a contact's edge, and
-    as branches these cost the line solve mispredictions at every such edge. Measured on the 64² sheet at rest
-    on a ball (40 % of its particles touching, one thread, the same yarns alternating in one process): 58 → 35 ns
-    per yarn entry in the substep's solve, 60 → 47 ns after the collisions. The same operations on the same
-    values: the drapes' strains and the sheet benchmark's bit-for-bit match with its plain kernel are unchanged
-    (a normal zeroed by the select may be −0 where the branch gave +0)."""
+    Written as a select (the normal times 1 or 0), not an early return, and ``_mobility`` likewise: the early
+    returns, inlined into the line solve's loops, made it about twice as slow per yarn entry whether or not anything
+    touched (one thread, the same yarns alternating in one process: the 64² sheet at rest on a ball, 40 % of its
+    particles touching, 58 → 35 ns in the substep's solve and 60 → 47 ns after the collisions; the same sheet with
+    every contact cleared 63–90 → 34–36 ns). With nothing touching the branch always goes one way, so the cost was
+    the code the two returns make of the loop, not mispredictions. The same operations on the same values: the
+    drapes' strains and the sheet benchmark's bit-for-bit match with its plain kernel are unchanged (a normal zeroed
+    by the select may be −0 where the branch gave +0)."""
     on = 1.0 if contact[p, 3] > 0.0 or not resting_only else 0.0
     return contact[p, 0] * on, contact[p, 1] * on, contact[p, 2] * on
