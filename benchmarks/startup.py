@@ -15,6 +15,10 @@ so no renderer kernels) for ``--frames`` steps (default 60, so contact kernels c
 each: kernel (qualified name and module), seconds (its own compile, the functions it called left out),
 compiles (signatures), then a total line (one process: no compile-ahead worker).
 
+Every run may write and read Python's bytecode cache (``__pycache__``) even when ``PYTHONDONTWRITEBYTECODE`` is
+set where the benchmark runs: a player's later launch reads its .pyc files (pip writes them at install), and
+compiling Loom's sources again costs a launch about 0.13 s that no player pays twice.
+
 ``--busy`` keeps one core busy (a second Python process spinning) during the runs, as a game's machine is.
 A cold launch compiles on two cores when the game has a kernel list (``loom.engine.compile_ahead``);
 ``--one-core`` turns that off (``LOOM_COMPILE_AHEAD=0``) for a before/after in one run.
@@ -41,6 +45,7 @@ def run(game: str, cache_dir: str | None, *, headless: bool, one_core: bool = Fa
     """Launch the game once with numba's cache in ``cache_dir`` (None: where it is); return the timing record.
     ``one_core``: no compile-ahead worker."""
     env = {**os.environ, "SDL_VIDEODRIVER": "offscreen", "SDL_AUDIODRIVER": "dummy"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)               # a player's Python keeps its .pyc files (see above)
     if one_core:
         env["LOOM_COMPILE_AHEAD"] = "0"
     if cache_dir:

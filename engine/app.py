@@ -98,6 +98,10 @@ class App:
         """The fixed thread count of this App's steps, or None when the tuner chooses (``set_threads``)."""
         self.tuner: ThreadTuner | None = None
         """The measuring thread chooser while ``threads`` is "auto", else None."""
+        self.step_threads = 1
+        """The threads numba runs the current (or last) step's kernels on (1 before the first step): systems read
+        it to pick a serial or parallel kernel instead of asking numba (``numba.get_num_threads()`` costs about
+        2 µs, and the cape's systems asked some forty times a frame). Either kernel gives the same result."""
         self.set_threads("auto" if threads is None else threads)
         self._use()
         if plugins == "auto":
@@ -418,13 +422,15 @@ class App:
             stages = [tuple((self._timed(s), c) for s, c in runs) for runs in stages]
         pre_runs, sub_runs, post_runs = stages
         start = time.perf_counter()
-        numba_threads = get_num_threads()
+        numba_threads = current = get_num_threads()
         tuner = self.tuner
         try:
             for _ in range(frames):
                 count = self.threads if tuner is None else tuner.count()
-                if count != get_num_threads():
+                if count != current:
                     set_num_threads(count)
+                    current = count
+                self.step_threads = count
                 began = time.perf_counter()
                 compiled = compiles()
                 # substeps are read per step: a system may change clock.substeps between steps (the

@@ -93,15 +93,18 @@ def _about_z(angle: float, out: np.ndarray) -> np.ndarray:
     return out
 
 
-_JOINTS = {name: np.array(part[2], float) for name, part in PARTS.items()}
-_CENTRES = {name: np.array(part[3], float) for name, part in PARTS.items()}
+_NAMES = tuple(PARTS)
+_JOINTS = np.array([PARTS[name][2] for name in _NAMES], float)       # (parts, 3) [m], body frame
+_CENTRES = np.array([PARTS[name][3] for name in _NAMES], float)      # (parts, 3) [m], from each joint
 
 
 def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, speed: float, airborne: bool,
                 dt: float) -> None:
     """Place every part for a body at ``position`` [m] facing ``yaw`` [rad], running at ``speed`` [m/s]
-    (its size), in the air or not, ``dt`` [s] after the last pose. Writes the parts' Transforms in place and
-    allocates no array (it runs every step)."""
+    (its size), in the air or not, ``dt`` [s] after the last pose. Writes the parts' Transforms in place.
+
+    It runs every step: the parts' rotations and positions are computed together, a few NumPy calls for the
+    whole figure (one call per part per operation cost the cape game 0.3 ms a frame)."""
     figure.time += dt
     run = min(abs(speed) / 3.0, 1.0)
     figure.phase += abs(speed) * dt * math.pi / STRIDE
@@ -113,20 +116,25 @@ def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, spee
         target = {"left_leg": stride, "right_leg": -stride, "left_arm": -0.8 * stride + sway,
                   "right_arm": 0.8 * stride - sway}
     blend = 1.0 if dt == 0.0 else 1.0 - math.exp(-dt / 0.06)            # 60 ms to follow a new pose
-    turn, lean, local_rot, body, v, w = figure.scratch
+    turn, lean, body = figure.scratch[0], figure.scratch[1], figure.scratch[3]
     yaw_matrix(yaw, turn)
     _about_z(-0.12 * run, lean)                                           # lean into the run
     np.matmul(turn, lean, out=body)
-    for name, entity in figure.parts.items():
+    angles = np.empty(len(_NAMES))
+    for k, name in enumerate(_NAMES):
         angle = figure.swing.get(name, 0.0)
         angle += (target.get(name, 0.0) - angle) * blend
         figure.swing[name] = angle
-        transform = app.try_get(entity, Transform)
-        if transform is None:
-            continue
-        _about_z(angle, local_rot)
-        np.matmul(local_rot, _CENTRES[name], out=v)
-        np.add(v, _JOINTS[name], out=v)
-        np.matmul(body, v, out=w)
-        np.add(w, position, out=transform.position)
-        np.matmul(body, local_rot, out=transform.rotation)
+        angles[k] = angle
+    c, s = np.cos(angles), np.sin(angles)
+    local = np.zeros((len(_NAMES), 3, 3))                 # each part's swing about the body's z axis
+    local[:, 0, 0], local[:, 0, 1], local[:, 1, 0], local[:, 1, 1], local[:, 2, 2] = c, -s, s, c, 1.0
+    joint_to_centre = (local @ _CENTRES[:, :, None])[:, :, 0] + _JOINTS
+    centres = joint_to_centre @ body.T + position
+    rotations = body @ local
+    for k, name in enumerate(_NAMES):
+        entity = figure.parts.get(name)
+        transform = None if entity is None else app.try_get(entity, Transform)
+        if transform is not None:
+            transform.position[:] = centres[k]
+            transform.rotation[:] = rotations[k]

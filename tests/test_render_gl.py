@@ -529,6 +529,39 @@ def test_multisampling_blends_the_pixels_along_an_edge(gl_app):
     assert greys[0] == 0 and greys[4] > 100, f"pixels with intermediate greys: {greys}"
 
 
+def weave_patch(gl_app, weave_scale: float, texture: str | None = "weave") -> np.ndarray:
+    """RGB (k, 3) int of the pixels inside a flat 1 m square of white cloth held still 3 m in front of the camera,
+    drawn with the weave repeating every ``weave_scale`` metres (or ``texture``; flat light: no shadows)."""
+    app = gl_app(RenderSettings(hud=False, sky=False, shadows=False, ambient=1.0, samples=0, show_colliders=False))
+    camera = Camera(target=(0.0, 0.0, 0.0), distance=3.0, pitch=0.0)
+    app.spawn(camera)
+    sheet = mesh.grid(8, 8, 1.0, 1.0, center=(0.0, 0.0, 0.0), plane="xy")
+    cloth = Cloth.from_mesh(sheet, "cotton")
+    app.spawn(cloth, Pin(index=np.arange(cloth.particle_count)),
+              ClothStyle(front_color=(1.0, 1.0, 1.0), back_color=(1.0, 1.0, 1.0), texture=texture,
+                         weave_scale=weave_scale))
+    app.step(1)
+    grid = np.linspace(-0.3, 0.3, 25)
+    points = np.array([[x, y, 0.0] for x in grid for y in grid])
+    return sample(read_pixels(app), camera, points)
+
+
+def test_a_minified_weave_fades_to_its_mean_colour_instead_of_aliasing(gl_app):
+    """The weave texture has no mipmaps (``gl.WEAVE_FADE_TEXELS``: building them costs every launch 0.1 s on
+    llvmpipe); its threads fade to their mean as they shrink. A pixel here covers about 1 cm of cloth. Close up (a
+    40 cm repeat: a thread 10 px wide, 1.6 texels a pixel) the threads show: the patch's pixels vary by tens of
+    levels. Minified (a 5 mm repeat: some 130 texels a pixel) a plain texture lookup would pick a texel at random
+    per pixel (the same spread, moiré); faded, the patch is even (spread under 3 levels: flat light) and its
+    brightness is the weave's mean times the plain cloth's, as a mipmap's would be (within 3 %)."""
+    from loom.systems.render.gl import weave_image
+    close = weave_patch(gl_app, 0.4)[:, 0]
+    far = weave_patch(gl_app, 0.005)[:, 0]
+    assert close.std() > 10, f"close up the weave's threads should show: spread {close.std():.1f} levels"
+    assert far.std() < 3, f"a minified weave should be even, not aliased: spread {far.std():.1f} levels"
+    expect = weave_patch(gl_app, 0.005, texture=None)[:, 0].mean() * weave_image()[:, :, 0].mean() / 255.0
+    assert abs(far.mean() - expect) < 0.03 * expect, f"minified weave {far.mean():.1f}, want its mean {expect:.1f}"
+
+
 def test_the_default_cloth_texture_is_a_weave_of_threads():
     from loom.systems.render.gl import weave_image
     assert ClothStyle().texture == "weave"

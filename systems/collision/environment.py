@@ -183,7 +183,7 @@ def collide_environment(app: App, h: float) -> None:
     a1 = (clock.substep_index + 1) / clock.substeps
     scratch = app.init_resource(ContactScratch)
     scratch.fit(packed.count)
-    parallel = numba.get_num_threads() > 1
+    parallel = app.step_threads > 1
     for _, cloth in app.query(Cloth):
         if not cloth.substepped:
             continue

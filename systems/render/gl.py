@@ -50,6 +50,10 @@ HUD_SECONDS = 0.25
 """The HUD text is re-rendered at most this often [s] (pygame.font text is slow to make every frame)."""
 PLANE_EXTENT = 60.0
 """Half side [m] of the square drawn for an (infinite) Plane collider, around its Transform's position."""
+WEAVE_FADE_TEXELS = (4.0, 10.0)
+"""The weave texture (no mipmaps) fades from its threads to its mean colour as one pixel covers from 4 to 10 of its
+texels (a 16-texel thread from 4 to 1.6 pixels wide): what a mipmap does at that range, without GL building one.
+On Mesa's llvmpipe ``glGenerateMipmap`` compiles a shader in every process, 0.10-0.15 s of every launch."""
 _MODES = {"shaded": 0, "normals": 1, "strain": 2, "wireframe": 3}
 
 # --- shaders (GLSL 330 core) -------------------------------------------------------------------------------------
@@ -127,6 +131,8 @@ uniform vec3 u_back;
 uniform sampler2D u_texture;
 uniform vec2 u_uv_scale;         // texture coordinate = rest uv [m] * scale + offset
 uniform vec2 u_uv_offset;
+uniform vec3 u_texture_fade;     // x, y: the texture's size in texels; z: 1 fades it to u_texture_mean when minified
+uniform vec3 u_texture_mean;     // the texture's mean colour
 uniform float u_strain_scale;    // strain shown at full colour [-]
 in vec3 v_world;
 in vec3 v_normal;
@@ -154,7 +160,13 @@ void main() {
         f_color = vec4(base, 1.0);
         return;
     }
-    base *= texture(u_texture, v_uv * u_uv_scale + u_uv_offset).rgb;
+    vec2 st = v_uv * u_uv_scale + u_uv_offset;
+    vec3 texel = texture(u_texture, st).rgb;
+    if (u_texture_fade.z > 0.0) {            // the weave has no mipmaps: its threads fade to their mean as they
+        vec2 footprint = fwidth(st * u_texture_fade.xy);   // shrink below a few pixels (texels per pixel)
+        texel = mix(texel, u_texture_mean, smoothstep(WEAVE_FADE_START, WEAVE_FADE_END,  max(footprint.x, footprint.y)));
+    }
+    base *= texel;
     vec3 c = shade(base, side_n, v_world, 0.35, 0.0);
     float rim = pow(1.0 - abs(dot(side_n, normalize(u_eye - v_world))), 3.0);   // fabric sheen at grazing angles
     c += 0.12 * rim * base * u_horizon;
@@ -385,7 +397,7 @@ class GLRenderer:
             self.width, self.height = settings.width, settings.height
             self.target = ctx.simple_framebuffer((self.width, self.height), components=4)
         self._programs = {
-            "cloth": ctx.program(vertex_shader=_CLOTH_VS, fragment_shader=_CLOTH_FS),
+            "cloth": ctx.program(vertex_shader=_CLOTH_VS, fragment_shader=_cloth_fragment_shader()),
             "solid": ctx.program(vertex_shader=_SOLID_VS, fragment_shader=_SOLID_FS),
             "points": ctx.program(vertex_shader=_POINTS_VS, fragment_shader=_POINTS_FS),
             "hud": ctx.program(vertex_shader=_HUD_VS, fragment_shader=_HUD_FS),
@@ -394,7 +406,10 @@ class GLRenderer:
         }
         checker = np.array([[255, 191], [191, 255]], np.uint8)[:, :, None].repeat(3, axis=2)
         self._textures["checker"] = _texture(ctx, checker, nearest=True, repeat=True)
-        self._textures["weave"] = _texture(ctx, weave_image(), nearest=False, repeat=True)
+        weave = weave_image()
+        self._textures["weave"] = _texture(ctx, weave, nearest=False, repeat=True, mipmaps=False)
+        self._weave_fade = (float(weave.shape[1]), float(weave.shape[0]), 1.0)    # the shader's u_texture_fade
+        self._weave_mean = tuple(float(c) for c in weave.reshape(-1, 3).mean(axis=0) / 255.0)
         self._textures["white"] = _texture(ctx, np.full((1, 1, 3), 255, np.uint8), nearest=True, repeat=True)
         sky = np.array([[-1.0, -1.0], [3.0, -1.0], [-1.0, 3.0]], np.float32)
         self._textures["sky_vbo"] = ctx.buffer(sky.tobytes())
@@ -604,6 +619,9 @@ class GLRenderer:
                 continue
             texture, scale, offset = self._cloth_texture(gpu, style)
             texture.use(location=0)
+            weave = texture is self._textures["weave"]
+            _set(cloth_prog, "u_texture_fade", self._weave_fade if weave else (1.0, 1.0, 0.0))
+            _set(cloth_prog, "u_texture_mean", self._weave_mean)
             _set(cloth_prog, "u_mode", _MODES[settings.view])
             _set(cloth_prog, "u_front", tuple(style.front_color))
             _set(cloth_prog, "u_back", tuple(style.back_color))
@@ -1048,16 +1066,25 @@ def _light_projection(light: np.ndarray, center: np.ndarray, half: float, size: 
     return proj @ view
 
 
-def _texture(ctx: Any, image: np.ndarray, *, nearest: bool, repeat: bool) -> Any:
-    """Upload an (h, w, 3) uint8 image (row 0 at texture v = 0) as an RGB texture."""
+def _cloth_fragment_shader() -> str:
+    """The cloth's fragment shader with ``WEAVE_FADE_TEXELS`` written in."""
+    start, end = WEAVE_FADE_TEXELS
+    return _CLOTH_FS.replace("WEAVE_FADE_START", f"{start:.3f}").replace("WEAVE_FADE_END", f"{end:.3f}")
+
+
+def _texture(ctx: Any, image: np.ndarray, *, nearest: bool, repeat: bool, mipmaps: bool = True) -> Any:
+    """Upload an (h, w, 3) uint8 image (row 0 at texture v = 0) as an RGB texture: nearest texels, or linear and
+    (``mipmaps``) trilinear."""
     image = np.ascontiguousarray(image, dtype=np.uint8)
     texture = ctx.texture((image.shape[1], image.shape[0]), 3, image.tobytes(), alignment=1)
     texture.repeat_x = texture.repeat_y = repeat
     if nearest:
         texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
-    else:
+    elif mipmaps:
         texture.build_mipmaps()
         texture.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+    else:
+        texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
     return texture
 
 

@@ -26,12 +26,13 @@ calls: 2 cloths 6.8 against 5.1 µs, 8: 15.4 against 14.2, 16: 27.6 against 29.2
 batch also spreads the cloths over them."""
 
 
-def batchable(clothes: Sequence[Any], *, heavy: bool = False) -> bool:
+def batchable(clothes: Sequence[Any], *, heavy: bool = False, threads: int | None = None) -> bool:
     """Whether a system should batch ``clothes``: all with float64 state (a typed list holds one array
     type; a world with float32 cloths runs them one call each) and enough of them — BATCH_MIN_CLOTHS,
     or for a ``heavy`` kernel (the constraint solve, wind) two as soon as there are threads to share
-    them (the flag game's flag and sail: 1.7 → 1.2 ms of constraints on 2 threads)."""
-    minimum = 2 if heavy and numba.get_num_threads() > 1 else BATCH_MIN_CLOTHS
+    them (the flag game's flag and sail: 1.7 → 1.2 ms of constraints on 2 threads). ``threads``: the step's
+    thread count (``App.step_threads``; None: ask numba)."""
+    minimum = 2 if heavy and (numba.get_num_threads() if threads is None else threads) > 1 else BATCH_MIN_CLOTHS
     return len(clothes) >= minimum and all(c.precision == "float64" for c in clothes)
 
 

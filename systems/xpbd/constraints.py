@@ -65,7 +65,8 @@ def solve_constraints(app: App, h: float) -> None:
     Large cloths split each colour over the threads; two or more small ones go to one kernel
     call as a batch, a cloth per thread (``ConstraintBatch``)."""
     inv_h2 = 1.0 / (h * h)
-    parallel = numba.get_num_threads() > 1
+    threads = app.step_threads
+    parallel = threads > 1
     clothes = clothes_of(app, MODEL)
     tables = app.init_resource(ConstraintTables)
     if app.clock.substep_index == 0:
@@ -73,7 +74,7 @@ def solve_constraints(app: App, h: float) -> None:
         tables.plain = {id(cloth) for _, cloth, tear in app.query(Cloth, Tearable) if tear.active}
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
-    if batchable(small, heavy=True):
+    if batchable(small, heavy=True, threads=threads):
         batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
             batch.update(small, tables)
@@ -96,10 +97,11 @@ def settle_yarns(app: App, h: float) -> None:
     inv_h2 = 1.0 / (h * h)
     tables = app.init_resource(ConstraintTables)
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
-    batch = app.resources.get(ConstraintBatch) if batchable(small, heavy=True) else None
+    threads = app.step_threads
+    batch = app.resources.get(ConstraintBatch) if batchable(small, heavy=True, threads=threads) else None
     if batch is not None:                          # set up by this step's solve: a cloth per thread
         _yarns_batch(inv_h2, batch.clothes)
-    parallel = numba.get_num_threads() > 1
+    parallel = threads > 1
     for cloth in clothes:
         if tables.uses_yarns(cloth) and (batch is None or cloth.link_count >= PARALLEL_MIN_LINKS):
             kernel = _yarns_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _yarns_serial
