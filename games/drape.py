@@ -55,9 +55,10 @@ def build_scene(app: App, n: int = 64, model: str = "xpbd", yarns: bool = False)
 
     ``yarns``: the tablecloth's ``Cloth.yarns``. Off in the game: with yarns (and the woven stretch limit) the
     tablecloth drapes at 0.5 % stretch instead of 10 % (docs/models.md, "Stiffness") but creeps across the table
-    and slides off it after about a minute (its tent over the ball never quite comes to rest: docs/models.md,
-    "Known problem: creep on a table"), so the game keeps Loom's older cloth (plain sweeps, two per substep, no
-    stretch limit) until that is fixed; the stiffness benchmark's table scene turns them on."""
+    (6 cm in 80 s at n = 48) and slides off it after two to three minutes (its tent over the ball never quite
+    comes to rest: docs/models.md, "Known problem: creep on a table"), so the game keeps Loom's older cloth (plain
+    sweeps, two per substep, no stretch limit) until that is fixed; the stiffness benchmark's table scene turns
+    them on."""
     app.spawn(Collider(Plane(), friction=0.6), Transform())
     table_top = Transform(position=(0.0, TABLE_HEIGHT - 0.015, 0.0))
     app.spawn(Collider(Cylinder(TABLE_RADIUS, 0.015), friction=0.6), table_top)   # a 3 cm thick round top

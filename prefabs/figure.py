@@ -60,7 +60,7 @@ class Figure:
     """Part name → its current swing about the body's z axis [rad] (smoothed)."""
     scratch: tuple = field(default_factory=lambda: (np.eye(3), np.eye(3), np.eye(3), np.eye(3), np.zeros(3),
                                                      np.zeros(3)), repr=False)
-    """Work arrays of ``pose_figure`` (turn, lean, a part's swing, their product; two vectors)."""
+    """Work arrays of ``pose_figure``: the turn (0), the lean (1) and their product (3); the rest are unused."""
 
 
 def spawn_figure(app: App, position: tuple[float, float, float]) -> Figure:
@@ -95,7 +95,13 @@ def _about_z(angle: float, out: np.ndarray) -> np.ndarray:
 
 _NAMES = tuple(PARTS)
 _JOINTS = np.array([PARTS[name][2] for name in _NAMES], float)       # (parts, 3) [m], body frame
-_CENTRES = np.array([PARTS[name][3] for name in _NAMES], float)      # (parts, 3) [m], from each joint
+_CENTRES = np.array([PARTS[name][3] for name in _NAMES], float)[:, :, None]   # (parts, 3, 1) [m], from each joint
+_P = len(_NAMES)
+_WORK = (np.zeros(_P), np.zeros(_P), np.zeros(_P), np.zeros((_P, 3, 3)), np.zeros((_P, 3, 1)), np.zeros((_P, 3)),
+         np.zeros((_P, 3)), np.zeros((_P, 3, 3)))
+"""``pose_figure``'s work arrays (angles, cosines, sines, the parts' swings, joint-to-centre offsets, centres in
+the body frame and in the world, rotations): it allocates nothing, as the whole step (tests/test_allocations.py).
+One figure is posed at a time."""
 
 
 def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, speed: float, airborne: bool,
@@ -120,18 +126,21 @@ def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, spee
     yaw_matrix(yaw, turn)
     _about_z(-0.12 * run, lean)                                           # lean into the run
     np.matmul(turn, lean, out=body)
-    angles = np.empty(len(_NAMES))
+    angles, c, s, local, offset, in_body, centres, rotations = _WORK
     for k, name in enumerate(_NAMES):
         angle = figure.swing.get(name, 0.0)
         angle += (target.get(name, 0.0) - angle) * blend
         figure.swing[name] = angle
         angles[k] = angle
-    c, s = np.cos(angles), np.sin(angles)
-    local = np.zeros((len(_NAMES), 3, 3))                 # each part's swing about the body's z axis
-    local[:, 0, 0], local[:, 0, 1], local[:, 1, 0], local[:, 1, 1], local[:, 2, 2] = c, -s, s, c, 1.0
-    joint_to_centre = (local @ _CENTRES[:, :, None])[:, :, 0] + _JOINTS
-    centres = joint_to_centre @ body.T + position
-    rotations = body @ local
+    np.cos(angles, out=c)
+    np.sin(angles, out=s)
+    local[:, 0, 0], local[:, 1, 0], local[:, 1, 1], local[:, 2, 2] = c, s, c, 1.0   # each part's swing about
+    np.negative(s, out=local[:, 0, 1])                                               # the body's z axis
+    np.matmul(local, _CENTRES, out=offset)
+    np.add(offset[:, :, 0], _JOINTS, out=in_body)         # joint + swung offset, in the body frame
+    np.matmul(in_body, body.T, out=centres)
+    np.add(centres, position, out=centres)
+    np.matmul(body, local, out=rotations)
     for k, name in enumerate(_NAMES):
         entity = figure.parts.get(name)
         transform = None if entity is None else app.try_get(entity, Transform)

@@ -193,3 +193,27 @@ def test_self_collision_is_bit_identical_on_one_and_two_threads(make_app):
         builds[threads] = int(app.resource(self_collision.SelfCollisionBuffers).builds[0])
     assert builds[1] == builds[2] > 5
     assert np.array_equal(out[1], out[2])
+
+
+def test_a_layer_pressing_on_cloth_held_by_static_friction_moves_only_itself(make_app):
+    """A 5 × 5 patch lies still on a rough floor (friction 1: static friction holds every particle, ``STUCK``);
+    a second patch is put half a thickness above it and a third of a thickness to the side, overlapping it.
+    Self- and inter-cloth collision pushes the pair apart, and the held layer is the floor's to keep: the patch
+    on the floor does not move along it (to 1e-9 m), the upper one is pushed clear (at least 0.9 thickness
+    apart). Before, the push was shared by inverse mass, so the floor's patch slid a third of the push sideways
+    each substep: a tablecloth's folds pushed the cloth on the table top along it, and with the yarns (which
+    never undo a friction-held slide) it crept off the table in a minute (docs/models.md, "creep on a table")."""
+    thickness = 0.01
+    app = make_app(substeps=4)
+    app.spawn(Collider(Plane(), friction=1.0), Transform())
+    below_sheet = mesh.grid(5, 5, 0.04, 0.04, center=(0.0, thickness, 0.0), plane="xz")
+    below = Cloth.from_mesh(below_sheet, "cotton", thickness=thickness, self_collision=True)
+    above_sheet = mesh.grid(5, 5, 0.04, 0.04, center=(thickness / 3, 1.5 * thickness, 0.0), plane="xz")
+    above = Cloth.from_mesh(above_sheet, "cotton", thickness=thickness, self_collision=True)
+    app.spawn(below)
+    app.spawn(above)
+    start = below.x.copy()
+    app.step(1)
+    assert np.abs(below.x[:, [0, 2]] - start[:, [0, 2]]).max() < 1e-9, "the held layer slid along the floor"
+    gaps = np.linalg.norm(above.x[:, None, :] - below.x[None, :, :], axis=2).min()
+    assert gaps > 0.9 * thickness, f"the upper layer is still {gaps / thickness:.2f} thickness from the lower"

@@ -22,7 +22,12 @@ until the next build, a velocity clamp):
    weighted. The gap is the thickness, or, for mesh neighbours whose rest distance is below it,
    the rest distance, so the cloth's own edges are not fought. Pairs from different cloths always
    keep the thickness: this is the inter-cloth collision (a cape against a flag), with the same
-   machinery;
+   machinery. A particle this substep's contacts hold (static friction on a collider, or squeezed
+   out of a pinch: ``Cloth.contact`` ``STUCK``, ``HELD``) counts as immovable here, as it does in
+   the yarns' pass after the collisions: its partner takes the whole push. Shared by inverse mass,
+   a tablecloth's folds pushed the cloth lying on the table along it every substep, and nothing
+   took that back: the tablecloth on yarns slid off the table in about a minute (8 substeps,
+   n = 48), 6 cm in 80 s with this (docs/models.md, "creep on a table");
 4. friction between layers: a touching pair's motions over the substep are pulled toward their
    average by the cloths' friction (0 slides freely, 1 moves together).
 
@@ -48,6 +53,7 @@ import numpy as np
 from numba import prange
 
 from loom.components import Cloth
+from loom.components.cloth import HELD, STUCK
 from loom.engine import App
 from loom.systems.shared.held import hold
 
@@ -89,6 +95,9 @@ class SelfCollisionBuffers:
         self.key: tuple[tuple[int, int], ...] = ()
         self.x = self.x_prev = self.rest = np.zeros((0, 3))
         self.inv_mass = self.thickness = self.friction = np.zeros(0)
+        """Packed per particle; ``inv_mass`` is 0 where this substep's contacts hold a particle (``_unless_held``)."""
+        self.held_mask = self.squeezed_mask = np.zeros(0, np.bool_)
+        """Scratch of ``_unless_held``."""
         self.cloth = np.zeros(0, np.int32)
         self.thickest = 0.0
         self.stale = True
@@ -123,7 +132,8 @@ class SelfCollisionBuffers:
 
 
 def collide_self(app: App, h: float) -> None:
-    """Separate particles of self-colliding cloths from each other (one pass per substep)."""
+    """Separate particles of self-colliding cloths from each other (one pass per substep); particles the
+    contacts hold this substep do not move (module docstring, item 3)."""
     clothes = [c for _, c in app.query(Cloth) if c.substepped and c.self_collision]
     if not clothes:
         return
@@ -133,14 +143,18 @@ def collide_self(app: App, h: float) -> None:
         _allocate(buffers, clothes, key)
     if app.clock.substep_index == 0:                   # each step builds its own list: a step's result depends
         buffers.stale = True                           # on its start state only, so a snapshot resumes bit-exact
+    held, squeezed = _masks(buffers)
     if len(clothes) == 1:                              # one cloth: work on its own arrays
-        x, x_prev, inv_mass = clothes[0].x, clothes[0].x_prev, clothes[0].inv_mass
+        x, x_prev = clothes[0].x, clothes[0].x_prev
+        inv_mass = buffers.inv_mass
+        _unless_held(clothes[0].inv_mass, clothes[0].contact, inv_mass, held, squeezed)
     else:                                              # several: one copy in per cloth, per substep
         x, x_prev, inv_mass = buffers.x, buffers.x_prev, buffers.inv_mass
         for k, c in enumerate(clothes):
             x[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x
             x_prev[buffers.offsets[k]:buffers.offsets[k + 1]] = c.x_prev
-            inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]] = c.inv_mass
+            part = slice(buffers.offsets[k], buffers.offsets[k + 1])
+            _unless_held(c.inv_mass, c.contact, inv_mass[part], held[part], squeezed[part])
     b = buffers
     while True:
         status = _pass(x, x_prev, inv_mass, b.held, b.thickest, SKIN * b.thickest, CLAMP, REBUILD_FRACTION * x.shape[0],
@@ -159,6 +173,29 @@ def collide_self(app: App, h: float) -> None:
             c.x[:] = x[buffers.offsets[k]:buffers.offsets[k + 1]]
         if c.self_collision_mode == "triangle":
             _point_triangle(c.triangles, c.material.thickness, c.inv_mass, c.x)
+
+
+def _masks(buffers: SelfCollisionBuffers) -> tuple[np.ndarray, np.ndarray]:
+    """``buffers``' scratch for ``_unless_held``, sized to its packed particles (a snapshot saved before they
+    existed loads without them: made here)."""
+    n = buffers.inv_mass.shape[0]
+    if getattr(buffers, "held_mask", None) is None or buffers.held_mask.shape[0] != n:
+        buffers.held_mask = np.zeros(n, np.bool_)
+        buffers.squeezed_mask = np.zeros(n, np.bool_)
+    return buffers.held_mask, buffers.squeezed_mask
+
+
+def _unless_held(inv_mass: np.ndarray, contact: np.ndarray, out: np.ndarray, held: np.ndarray,
+                 squeezed: np.ndarray) -> None:
+    """``out`` = ``inv_mass`` with 0 for the particles this substep's contacts hold (``Cloth.contact`` column 3
+    ``STUCK``: static friction; ``HELD``: squeezed out of a pinch); ``held`` and ``squeezed`` are (n,) bool
+    scratch (nothing is allocated per substep)."""
+    kind = contact[:, 3]
+    np.equal(kind, STUCK, out=held)
+    np.equal(kind, HELD, out=squeezed)
+    np.logical_or(held, squeezed, out=held)
+    np.copyto(out, inv_mass)
+    np.copyto(out, 0.0, where=held)
 
 
 def _power_of_two(n: int) -> int:

@@ -75,6 +75,15 @@ SLACK = 1e-12
 """Relative tolerance [-]: a link within [lo·(1 − SLACK), hi·(1 + SLACK)] counts as within bounds.
 Exact comparisons made the passes chase rounding: on a hanging 16×16 mass-spring sheet with a
 10 % limit, links 2e-15 over kept every one of 1000 passes busy and no pass ever came out clean."""
+MIN_MOBILITY = 0.01
+"""Smallest share [-] of its ends' inverse masses a link over its limit must keep once the parts of their moves into
+their contact surfaces are taken out (w = w_a (1 − e_a²) + w_b (1 − e_b²), e the link's direction along an end's
+contact normal); below it the link counts as held, like a link between two anchors. Sliding an end along its
+surface shortens a link pointing nearly along the surface normal only to second order: the projection's slide is
+the excess over √(1 − e²), so a link 0.01° from the normal of the one end that can move (the tablecloth under
+the table's rim after two minutes) slid that end 10⁵ m in one pass and exploded the cloth. Below 0.01 the link is
+held; above it, each end's slide is also cut to the link's excess (``_at_most``): second-order effects of a slide
+that steep are not small."""
 _HI = 1.0 + SLACK
 _LO = 1.0 - SLACK
 
@@ -380,6 +389,17 @@ class LimitBatch:
         return {"batch": Batch(), "out": np.zeros((0, 5))}
 
 
+@numba.njit(inline="always")
+def _at_most(x, y, z, most):
+    """The move (x, y, z) [m] shortened to length ``most`` [m] if longer: an end sliding along its surface never
+    moves farther than its link's excess (``MIN_MOBILITY``)."""
+    size = math.sqrt(x * x + y * y + z * z)
+    if size <= most:
+        return x, y, z
+    scale = most / size
+    return x * scale, y * scale, z * scale
+
+
 @numba.njit(cache=True, parallel=True)
 def _limit_batch(tables, inv_mass, x, contact, max_passes, budget, out):
     """``DeformationLimit.apply``'s kernel work for each cloth of a batch (typed lists of held ``LimitTables``,
@@ -529,7 +549,7 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
         ea = max(ea, 0.0)                            # a moves toward b: into its surface where b lies inside it
         eb = min(eb, 0.0)
         w = wa * (1.0 - ea * ea) + wb * (1.0 - eb * eb)
-        if w <= 1e-12 * (wa + wb):                   # two anchors (or both held by their surfaces): nothing moves
+        if w <= MIN_MOBILITY * (wa + wb):            # two anchors, or held by their surfaces (MIN_MOBILITY)
             stuck += 1
             excess = max(excess, length / hi - 1.0)
             continue
@@ -541,9 +561,11 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
         if ea > 0.0:                                 # the part into a's surface removed
             along = ax * contact[a, 0] + ay * contact[a, 1] + az * contact[a, 2]
             ax, ay, az = ax - along * contact[a, 0], ay - along * contact[a, 1], az - along * contact[a, 2]
+            ax, ay, az = _at_most(ax, ay, az, length - target)
         if eb < 0.0:
             along = bx * contact[b, 0] + by * contact[b, 1] + bz * contact[b, 2]
             bx, by, bz = bx - along * contact[b, 0], by - along * contact[b, 1], bz - along * contact[b, 2]
+            bx, by, bz = _at_most(bx, by, bz, length - target)
         x[a, 0] += ax
         x[a, 1] += ay
         x[a, 2] += az
