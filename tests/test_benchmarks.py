@@ -187,3 +187,24 @@ def test_stiffness_benchmark_runs_the_vbd_solver_in_xpbds_place():
     out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "stiffness", "--solver", "vbd", "--vbd-rho", "1.5"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "rho = 1.5" in out.stderr
+
+
+def test_creep_benchmark_reports_the_tablecloths_drift_and_stretch_over_time():
+    """One line a second and a summary (no drift is asserted here: physics tests measure friction, the notes
+    the creep). The drift starts at the settle time, the summary repeats the last line's figures."""
+    *lines, summary = run_benchmark("creep", "--n", "12", "--seconds", "2", "--settle", "1", "--every", "1",
+                                    "--cloth", "plain")
+    assert [line["t_s"] for line in lines] == [1.0, 2.0] and lines[0]["drift_cm"] == 0.0
+    for line in lines:
+        assert set(line) == {"t_s", "drift_cm", "p90_speed_m_s", "stretch_worst_pct", "stretch_p99_pct",
+                             "ms_per_step"}
+        assert line["drift_cm"] >= 0.0 and line["p90_speed_m_s"] >= 0.0 and line["ms_per_step"] > 0.0
+    assert summary["summary"] is True and summary["cloth"] == "plain" and summary["rejected_steps"] == 0
+    assert summary["drift_cm"] == lines[-1]["drift_cm"] <= summary["drift_max_cm"]
+    assert summary["stretch_worst_pct"] == lines[-1]["stretch_worst_pct"]
+
+
+def test_creep_benchmark_rejects_a_settle_time_after_the_run():
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "creep", "--seconds", "2", "--settle", "3"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "--settle 3" in out.stderr and out.stdout == ""
