@@ -6,8 +6,8 @@ import sys
 
 from loom.benchmarks import creep, drape, scenes, sheet, startup, stiffness, threads
 
-BENCHMARKS = {"creep": creep, "drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup, "stiffness": stiffness,
-              "threads": threads}
+BENCHMARKS = {"creep": creep, "drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup,
+              "stiffness": stiffness, "threads": threads}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,8 +2,8 @@
 
 Simple shapes (a sphere, boxes, capsules) that the GL renderer draws with shadows; nothing here collides —
 the game's own collider (a pymunk box through RigidBody2D in the cape game) does that. Each step
-``pose_figure(app, figure, position, yaw, speed, airborne, dt)`` places every part from the character's position, the way it
-faces (a yaw about +y, 0 facing +x) and how fast it runs: legs and arms swing opposite each other with a
+``pose_figure(app, figure, position, yaw, speed, airborne, dt)`` places every part from the character's position,
+the way it faces (a yaw about +y, 0 facing +x) and how fast it runs: legs and arms swing opposite each other with a
 stride of ``STRIDE`` metres, tuck up in the air, and rest at a slight sway when it stands.
 
 Sizes are for a 0.4 m × 0.8 m × 0.4 m collision box centred on the body's position (the cape game's hero):
@@ -58,9 +58,6 @@ class Figure:
     """Seconds since spawned (idle sway) [s]."""
     swing: dict[str, float] = field(default_factory=dict)
     """Part name → its current swing about the body's z axis [rad] (smoothed)."""
-    scratch: tuple = field(default_factory=lambda: (np.eye(3), np.eye(3), np.eye(3), np.eye(3), np.zeros(3),
-                                                     np.zeros(3)), repr=False)
-    """Work arrays of ``pose_figure``: the turn (0), the lean (1) and their product (3); the rest are unused."""
 
 
 def spawn_figure(app: App, position: tuple[float, float, float]) -> Figure:
@@ -97,11 +94,11 @@ _NAMES = tuple(PARTS)
 _JOINTS = np.array([PARTS[name][2] for name in _NAMES], float)       # (parts, 3) [m], body frame
 _CENTRES = np.array([PARTS[name][3] for name in _NAMES], float)[:, :, None]   # (parts, 3, 1) [m], from each joint
 _P = len(_NAMES)
-_WORK = (np.zeros(_P), np.zeros(_P), np.zeros(_P), np.zeros((_P, 3, 3)), np.zeros((_P, 3, 1)), np.zeros((_P, 3)),
-         np.zeros((_P, 3)), np.zeros((_P, 3, 3)))
-"""``pose_figure``'s work arrays (angles, cosines, sines, the parts' swings, joint-to-centre offsets, centres in
-the body frame and in the world, rotations): it allocates nothing, as the whole step (tests/test_allocations.py).
-One figure is posed at a time."""
+_WORK = (np.eye(3), np.eye(3), np.eye(3), np.zeros(_P), np.zeros(_P), np.zeros(_P), np.zeros((_P, 3, 3)),
+         np.zeros((_P, 3, 1)), np.zeros((_P, 3)), np.zeros((_P, 3)), np.zeros((_P, 3, 3)))
+"""``pose_figure``'s work arrays (the turn, the lean into the run and their product; the parts' angles, cosines,
+sines, swings, joint-to-centre offsets, centres in the body frame and in the world, rotations): it allocates
+nothing, as the whole step (tests/test_allocations.py). One figure is posed at a time."""
 
 
 def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, speed: float, airborne: bool,
@@ -122,11 +119,10 @@ def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, spee
         target = {"left_leg": stride, "right_leg": -stride, "left_arm": -0.8 * stride + sway,
                   "right_arm": 0.8 * stride - sway}
     blend = 1.0 if dt == 0.0 else 1.0 - math.exp(-dt / 0.06)            # 60 ms to follow a new pose
-    turn, lean, body = figure.scratch[0], figure.scratch[1], figure.scratch[3]
+    turn, lean, body, angles, c, s, local, offset, in_body, centres, rotations = _WORK
     yaw_matrix(yaw, turn)
     _about_z(-0.12 * run, lean)                                           # lean into the run
     np.matmul(turn, lean, out=body)
-    angles, c, s, local, offset, in_body, centres, rotations = _WORK
     for k, name in enumerate(_NAMES):
         angle = figure.swing.get(name, 0.0)
         angle += (target.get(name, 0.0) - angle) * blend

@@ -151,7 +151,7 @@ def apply_wind(app: App, dt: float) -> None:
     first = winds[0] if winds else _COEFFICIENTS
     clothes = [(entity, cloth) for entity, cloth in app.query(Cloth) if cloth.triangles.shape[0] > 0]
     coefficients = (first.air_density, first.drag_coefficient, first.lift_coefficient, first.viscosity, dt)
-    if batchable([c for _, c in clothes], heavy=True, threads=app.step_threads):               # many cloths: one call, a cloth per thread
+    if batchable([c for _, c in clothes], heavy=True, threads=app.step_threads):   # many cloths: one call, one a thread
         key = (tuple(e for e, _ in clothes), revisions(c for _, c in clothes))
         (batch,) = scratch.batch.update(key, lambda: [(scratch.get(e, c),) for e, c in clothes])
         _aero_forces_batch(batch, base, amp, modes, cones, zones, t, *coefficients)

@@ -164,7 +164,8 @@ void main() {
     vec3 texel = texture(u_texture, st).rgb;
     if (u_texture_fade.z > 0.0) {            // the weave has no mipmaps: its threads fade to their mean as they
         vec2 footprint = fwidth(st * u_texture_fade.xy);   // shrink below a few pixels (texels per pixel)
-        texel = mix(texel, u_texture_mean, smoothstep(WEAVE_FADE_START, WEAVE_FADE_END,  max(footprint.x, footprint.y)));
+        float fade = smoothstep(WEAVE_FADE_START, WEAVE_FADE_END, max(footprint.x, footprint.y));
+        texel = mix(texel, u_texture_mean, fade);
     }
     base *= texel;
     vec3 c = shade(base, side_n, v_world, 0.35, 0.0);

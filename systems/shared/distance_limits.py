@@ -521,6 +521,7 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
     stuck = 0
     excess = 0.0
     relax = OVER_RELAX - 1.0
+    slid = False                                     # some end slid along its surface (below)
     while count > 0 and visits < max_visits:
         k = queue[head]
         head = head + 1 if head + 1 < c else 0
@@ -558,6 +559,7 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
         s = (target - length) / (w * length)
         ax, ay, az = wa * s * dx, wa * s * dy, wa * s * dz
         bx, by, bz = -wb * s * dx, -wb * s * dy, -wb * s * dz
+        slid = slid or ea > 0.0 or eb < 0.0
         if ea > 0.0:                                 # the part into a's surface removed
             along = ax * contact[a, 0] + ay * contact[a, 1] + az * contact[a, 2]
             ax, ay, az = ax - along * contact[a, 0], ay - along * contact[a, 1], az - along * contact[a, 2]
@@ -582,9 +584,12 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
                     queue[tail] = m
                     tail = tail + 1 if tail + 1 < c else 0
                     count += 1
-    over = stuck
-    for q in range(count):                           # stopped at the bound: links not queued are within hi
-        k = queue[(head + q) % c]
+    # stopped at the bound: links not queued are within hi, and the stuck ones are over; unless an end slid along
+    # its surface: a slide shortens its link only to first order (or less: ``_at_most``), so the link may end still
+    # over and not queued. Then every link is counted.
+    over = 0 if slid else stuck
+    for q in range(c if slid else count):
+        k = q if slid else queue[(head + q) % c]
         a = link_i[k]
         b = link_j[k]
         dx = np.float64(x[a, 0]) - np.float64(x[b, 0])
