@@ -142,9 +142,12 @@ def test_no_cape_particle_stays_inside_the_hero_for_more_than_two_frames(name, h
 
 def test_the_landing_actually_lands_on_the_cape():
     """The scene does what it claims: the cape reaches the floor and some of it is under the hero's feet
-    when he lands (so the test above measures a pinch, not a cape that never came near)."""
+    when he lands (so the test above measures a pinch, not a cape that never came near). The cape's lowest point
+    is taken over the landing, not at its last tick: the landing flings the cape's free end up (0.25–0.3 m) and it
+    may still be falling back then."""
     scene = Scene()
     under = []
+    lowest = np.inf
     try:
         for t in range(60):
             scene.tick(*SCRIPTS["landing"](t))
@@ -152,9 +155,10 @@ def test_the_landing_actually_lands_on_the_cape():
             feet = (np.abs(local[:, 0]) < scene.half[0]) & (np.abs(local[:, 2]) < scene.half[2]) \
                 & (local[:, 1] < -scene.half[1] + 0.05)
             under.append(int(feet.sum()))
+            lowest = min(lowest, float(scene.cloth.x[:, 1].min()))
         assert scene.hero.position.y < FLOOR + HERO[1] / 2 + 1.0            # landed
         assert max(under) >= 5, under
-        assert float(scene.cloth.x[:, 1].min()) < FLOOR / SCALE + 0.03        # cape on the floor (its top + 3 cm)
+        assert lowest < FLOOR / SCALE + 0.03                                  # cape on the floor (its top + 3 cm)
     finally:
         scene.app.close()
 

@@ -211,7 +211,9 @@ class ConstraintArrays(NamedTuple):
     yarn_scratch: np.ndarray
     """``Yarns.scratch``, (p, ``yarns.SCRATCH``): written."""
     contact: np.ndarray
-    """``Cloth.contact``, (n, 4): particles touching a collider move along it in the yarn solve."""
+    """``Cloth.contact``, (n, 5): particles touching a collider move along it in the yarn solve."""
+    x_prev: np.ndarray
+    """Positions at the substep's start, (n, 3) [m]: where a particle resting on a collider met its surface."""
 
 
 _NO_YARNS = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int32),
@@ -235,7 +237,7 @@ def _constraint_arrays(cloth: Cloth, yarns_on: bool) -> Held:
                                  bend_offsets,
                                  cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
                                  cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda, *yarns,
-                                 cloth.contact))
+                                 cloth.contact, cloth.x_prev))
 
 
 class ConstraintTables:
@@ -259,8 +261,8 @@ class ConstraintTables:
         entry = self.by_cloth.get(id(cloth))
         options = (cloth.material.bend_model, self.uses_yarns(cloth))
         if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x \
-                or entry[3] != options:
-            entry = (cloth, cloth.revision, cloth.x, options, _constraint_arrays(cloth, options[1]))
+                or entry[3] != options or entry[5] is not cloth.x_prev:
+            entry = (cloth, cloth.revision, cloth.x, options, _constraint_arrays(cloth, options[1]), cloth.x_prev)
             self.by_cloth[id(cloth)] = entry
         return entry[4]
 
@@ -539,14 +541,14 @@ def _sweep_yarns(inv_h2, arrays, resting_only):
     particles, links, offsets, scratch = arrays.yarn_particles, arrays.yarn_links, arrays.yarn_offsets, \
         arrays.yarn_scratch
     link_rest, link_compliance, inv_mass = arrays.link_rest, arrays.link_compliance, arrays.inv_mass
-    contact, x, link_lambda = arrays.contact, arrays.x, arrays.link_lambda
+    contact, x, link_lambda, x_prev = arrays.contact, arrays.x, arrays.link_lambda, arrays.x_prev
     count = colors.shape[0] - 1
     resting = bool(resting_only)                      # not a literal: one compile of solve_yarn for both uses
     for step in range(count):
         c = step if resting_only else count - 1 - step
         for y in prange(colors[c], colors[c + 1]):
             solve_yarn(np.int64(y), particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass,
-                       contact, resting, x, link_lambda)
+                       contact, resting, x, x_prev, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy")

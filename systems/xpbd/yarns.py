@@ -220,7 +220,7 @@ python_twin(_walk, _extend)     # a small cloth's yarns are walked in Python on 
 
 @numba.njit(cache=True, error_model="numpy")
 def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-               resting_only, x, link_lambda):
+               resting_only, x, x_prev, link_lambda):
     """One exact XPBD solve of yarn y's links together (module docstring): tridiagonal, Thomas algorithm.
 
     particles, links, offsets, scratch: the cloth's ``Yarns`` (arrays, not the tuple: a parallel kernel's loop
@@ -228,7 +228,7 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     inv_h2 = 1/h² [1/s²]; inv_mass (n,) [1/kg]; contact (n, 5): ``Cloth.contact`` (with ``resting_only``, only
     contacts with colliders at rest count: a substep's solve, which adds the normal push each resting particle's
     surface takes to column 4, friction's budget in the collisions; else all, after the collisions); x (n, 3) [m]
-    written.
+    written; x_prev (n, 3) [m]: positions at the substep's start.
 
     A particle resting on a collider (normal c ≠ 0) moves only along the surface: its inverse mass becomes the
     projection W = w (I − c cᵀ), so in the rows n·W·n = w (1 − (n·c)²), the coupling of two links through it
@@ -237,6 +237,11 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     rim every substep (2–3 % at rest, docs/models.md). Contact is one-sided: a particle the solve pulls away from
     the surface (c·g > 0) moves freely and its normal is cleared, so later solves of the substep leave it free (a
     sheet sliding off a ball; kept, the separation line could not move and the sheet stayed 2 % stretched there).
+    "Into the surface" is measured from where the particle met it: a resting particle the sweeps before the yarns
+    lifted (a bend link over a table's rim) moves down as far as its position at the substep's start (``x_prev``, on
+    the surface), and only the rest of the pull is the surface's push. Held at the lifted height instead, it dropped
+    out of contact, fell back in the next substep and was pushed out again: the rim chattered (a tablecloth's fastest
+    particle at rest 0.28–0.29 → 0.09–0.1 m/s, tests/test_yarns.py).
 
     A yarn that touches a two-way body (``Cloth.contact`` column 3 = −1: a pymunk ball on a bed) is solved in the
     substep's solve (free of the body: it may press particles into it, and the body's reaction is the contact's push
@@ -351,11 +356,15 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
         if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
             contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
             along = 0.0
-        elif resting_only and along < 0.0:                   # pressed into it: the surface takes the push (friction)
-            contact[b, 4] -= wb * along
-        x[b, 0] += wb * (gx - cx * along)       # else no move into the surface it rests on
-        x[b, 1] += wb * (gy - cy * along)
-        x[b, 2] += wb * (gz - cz * along)
+        # into the surface only as far as the substep's start, where the contact left it on the surface
+        room = (cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])) \
+            if resting_only else 0.0
+        sink = max(wb * along, -max(room, 0.0))              # ≤ 0 [m]
+        if resting_only and along < 0.0:                     # pressed into it: the surface takes the push (friction)
+            contact[b, 4] -= wb * along - sink
+        x[b, 0] += wb * (gx - cx * along) + cx * sink
+        x[b, 1] += wb * (gy - cy * along) + cy * sink
+        x[b, 2] += wb * (gz - cz * along) + cz * sink
         below = dlam
         if e == first:
             return
