@@ -241,7 +241,10 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     lifted (a bend link over a table's rim) moves down as far as its position at the substep's start (``x_prev``, on
     the surface), and only the rest of the pull is the surface's push. Held at the lifted height instead, it dropped
     out of contact, fell back in the next substep and was pushed out again: the rim chattered (a tablecloth's fastest
-    particle at rest 0.28–0.29 → 0.09–0.1 m/s, tests/test_yarns.py).
+    particle at rest 0.28–0.29 → 0.09–0.1 m/s, tests/test_yarns.py). The height is read only in the branch of a
+    particle pressed into its surface: read for every particle (a select) it cost the sheet benchmark's
+    ``ratio_to_plain`` 5–10 % at n = 128 (1.13–1.24 before; 0.97–1.09 as a select, 1.06–1.17 in the branch, 0.95–1.04
+    as a pass over the particles after the yarns, which also calmed the rim half as much).
 
     A yarn that touches a two-way body (``Cloth.contact`` column 3 = −1: a pymunk ball on a bed) is solved in the
     substep's solve (free of the body: it may press particles into it, and the body's reaction is the contact's push
@@ -353,14 +356,13 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
         wb = _mobility(inv_mass, contact, b, resting_only, stuck)
         cx, cy, cz = _normal(contact, b, resting_only)
         along = gx * cx + gy * cy + gz * cz
+        sink = 0.0                                           # its move into the surface [m], ≤ 0
         if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
             contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
             along = 0.0
-        # into the surface only as far as the substep's start, where the contact left it on the surface
-        room = (cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])) \
-            if resting_only else 0.0
-        sink = max(wb * along, -max(room, 0.0))              # ≤ 0 [m]
-        if resting_only and along < 0.0:                     # pressed into it: the surface takes the push (friction)
+        elif resting_only and along < 0.0:   # pressed into it: down to where it met the surface (the substep's
+            room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
+            sink = max(wb * along, -max(room, 0.0))          # start), the surface takes the rest (friction)
             contact[b, 4] -= wb * along - sink
         x[b, 0] += wb * (gx - cx * along) + cx * sink
         x[b, 1] += wb * (gy - cy * along) + cy * sink
