@@ -27,7 +27,8 @@ until the next build, a velocity clamp):
    the yarns' pass after the collisions: its partner takes the whole push. Shared by inverse mass,
    a tablecloth's folds pushed the cloth lying on the table along it every substep, and nothing
    took that back: the tablecloth on yarns slid off the table in about a minute (8 substeps,
-   n = 48), 6 cm in 80 s with this (docs/models.md, "creep on a table");
+   n = 48), 6 cm in 80 s with this (docs/models.md, "creep on a table"). The same holds in
+   ``self_collision_mode="triangle"``'s particle-against-triangle pass;
 4. friction between layers: a touching pair's motions over the substep are pulled toward their
    average by the cloths' friction (0 slides freely, 1 moves together).
 
@@ -171,8 +172,9 @@ def collide_self(app: App, h: float) -> None:
     for k, c in enumerate(clothes):
         if len(clothes) > 1:
             c.x[:] = x[buffers.offsets[k]:buffers.offsets[k + 1]]
-        if c.self_collision_mode == "triangle":
-            _point_triangle(c.triangles, c.material.thickness, c.inv_mass, c.x)
+        if c.self_collision_mode == "triangle":           # held particles stay put here too (their masked masses)
+            _point_triangle(c.triangles, c.material.thickness, inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]],
+                            c.x)
 
 
 def _masks(buffers: SelfCollisionBuffers) -> tuple[np.ndarray, np.ndarray]:
@@ -900,7 +902,8 @@ def _point_triangle(triangles, thickness, inv_mass, x):
     Triangles are bucketed by a uniform grid of cell = the longest triangle edge + thickness; a
     particle inside the slab of a nearby triangle is pushed out along the triangle's normal, on
     the side it is on, and the triangle's corners the other way by barycentric weights (mass
-    weighted, so momentum is kept). Serial: triangles share corners."""
+    weighted, so momentum is kept; a particle the contacts hold has inverse mass 0 in ``inv_mass``, and stays put).
+    Serial: triangles share corners."""
     t_count = triangles.shape[0]
     if t_count == 0:
         return
