@@ -1,4 +1,4 @@
-"""Drape benchmark: the drape game's scene (tablecloth, round table, ball, self-collision) per n.
+"""Drape benchmark: the drape game's scene (tablecloth on yarns, round table, ball, self-collision) per n.
 
 Prints one JSON line per n: particles, steps, steps_per_s, sim_ms_per_step and the per-system
 breakdown in ms per step (constraints, self_collision, environment, integration, pins, other),
@@ -20,7 +20,8 @@ from loom.games import drape
 from loom.systems import DefaultPlugins
 from loom.systems.collision.self_collision import SelfCollisionBuffers
 
-GROUPS = {"solve_constraints": "constraints", "collide_self": "self_collision",
+GROUPS = {"solve_constraints": "constraints", "settle_yarns": "constraints", "limit_links": "constraints",
+          "collide_self": "self_collision",
           "collide_environment": "environment", "gather_colliders": "environment",
           "predict_positions": "integration", "update_velocities": "integration",
           "prepare_pins": "pins", "pin_particles": "pins"}

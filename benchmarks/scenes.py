@@ -43,6 +43,7 @@ GROUPS = {
     "update_verlet_velocities": "integration", "integrate_springs": "integration",
     "update_spring_velocities": "integration", "clear_forces": "integration",
     "solve_constraints": "constraints", "relax_verlet_links": "constraints", "limit_spring_deformation": "constraints",
+    "settle_yarns": "constraints", "limit_links": "constraints",
     "refresh_tethers": "constraints", "step_implicit": "constraints",
     "collide_environment": "environment", "gather_colliders": "environment",
     "collide_self": "self_collision",

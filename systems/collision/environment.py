@@ -75,6 +75,17 @@ on it (``Cloth.contact`` column 3): the next substep's XPBD solve keeps it on th
 falling ball, a running hero) may be moving away from it, and a particle held to where the surface was would not
 follow it (a one-way ball passing through a bed left the bed bulging upward); its normal serves only the pass
 right after the collisions (``settle_yarns``), when the surface is still where it was met."""
+CONTACT_SKIN = 0.01
+"""A particle within (1 + this) × the contact reach of a round collider at rest (sphere, cylinder, capsule) touches it
+[-]: it gets the surface's normal and friction, though only one inside the reach is pushed out. A particle resting on
+a curved surface (a round table's rim) that the solve slid along it sits a hair beyond the reach (a tangent step leaves
+a convex surface), and counted free it was pulled into the surface by the pass after the collisions and pushed out
+again by the next substep's: the rim of a tablecloth chattered and pumped it across the table (docs/models.md, "Creep
+on a table"; the drape game's table without the ball, n = 48, no self-collision, at 15 s: fastest particle 0.77 m/s,
+428 of 2,304 over 0.1 m/s; with the skin 0.12 m/s and 1). Not for boxes: the 2D games' hero and floor are boxes, and
+with the skin cape particles stayed inside the hero for four frames (tests/test_pinching.py), so a cloth over a box
+table still shimmers (docs/models.md); not for a moving collider or a two-way body, whose yarns are left alone after
+the collisions (with the skin more of the cape's yarns were left pressed into the running hero, tests/test_games.py)."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
@@ -442,6 +453,9 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             if pinched:
                 break
             reach = cloth.thickness + margin[c]
+            still = motion[c] <= RESTING * reach           # a collider at rest this substep (a table, not a hero)
+            round_ = kind[c] == CYLINDER or kind[c] == SPHERE or kind[c] == CAPSULE
+            touch = reach * (1.0 + CONTACT_SKIN) if still and round_ and not col.two_way[c] else reach   # else pushed
             # particle in the collider's frame: end of substep (end pose), start (start pose)
             lx = (rot1[c, 0, 0] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 0] * (x[p, 1] - pos1[c, 1])
                   + rot1[c, 2, 0] * (x[p, 2] - pos1[c, 2]))
@@ -456,9 +470,9 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             moved = math.sqrt((x[p, 0] - x_prev[p, 0]) ** 2 + (x[p, 1] - x_prev[p, 1]) ** 2
                               + (x[p, 2] - x_prev[p, 2]) ** 2) + motion[c]
             if kc == BOX:
-                if max(abs(lx) - pa, abs(ly) - pb, abs(lz) - pc) > reach + moved:
+                if max(abs(lx) - pa, abs(ly) - pb, abs(lz) - pc) > touch + moved:
                     continue
-            elif bound[c] > 0.0 and math.sqrt(lx * lx + ly * ly + lz * lz) - bound[c] > reach + moved:
+            elif bound[c] > 0.0 and math.sqrt(lx * lx + ly * ly + lz * lz) - bound[c] > touch + moved:
                 continue
             if basic:
                 sd[0], sd[1], sd[2], sd[3] = basic_sdf(kc, pa, pb, pc, lx, ly, lz)
@@ -475,7 +489,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 span = math.sqrt((lx - sx) ** 2 + (ly - sy) ** 2 + (lz - sz) ** 2)
                 if span > reach:                     # conservative advancement along the path (its own kernel)
                     lx, ly, lz, swept = _sweep(shapes, c, sd, sx, sy, sz, lx, ly, lz, span, reach)
-            if sd[0] >= reach and not swept:             # a swept particle stopped at the margin: write it
+            if sd[0] >= touch and not swept:             # a swept particle stopped at the margin: write it
                 continue
             depth = max(reach - sd[0], 0.0)
             lx += sd[1] * depth
@@ -522,7 +536,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
             if not col.two_way[c]:       # the yarns and the limit slide it along this surface
                 contact[p, 0], contact[p, 1], contact[p, 2] = nx, ny, nz
-                resting = motion[c] <= RESTING * reach
+                resting = still
                 contact[p, 3] = (STUCK if stuck else 1.0) if resting else 0.0
             elif contact[p, 3] == 0.0:   # a two-way body: no normal (it gives way), −1
                 contact[p, 3] = -1.0

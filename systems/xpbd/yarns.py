@@ -54,7 +54,12 @@ TAUT = 0.999
 """A stretch of yarn between two fixed particles whose ends are at least this fraction of its rest length apart [-]
 cannot reach its rest length: no solve has an answer, and the exact one jerks its particles sideways each pass (the
 sandbox's hands pulling the hem apart: 60–80 m/s). Such a yarn is projected link by link that pass, as plain sweeps
-do, which spread the stretch calmly."""
+do, which spread the stretch calmly, each particle with its mobility in the pass. After the collisions a particle static
+friction holds (``STUCK``) is fixed too, and a flat cloth on a table is taut between any two of them, so most yarns
+across a table go link by link there: with every particle's own inverse mass, that slid the friction-held particles
+along the table every substep, and the drape game's tablecloth crept off it (18 cm in 200 s; docs/models.md, "Creep
+on a table"). Solving the rest of such a yarn exactly instead (only the taut stretch link by link) held it as well but
+cost the 64² sphere drape's pass after the collisions a third more (430 → 585 µs)."""
 SCRATCH = 7
 """Scratch values per yarn entry: the direction of the link into it (3), then that link's row of the system after
 elimination: diagonal, right-hand side, and the off-diagonal with the previous link; and 1.0 if the link closes a
@@ -237,6 +242,10 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     rim every substep (2–3 % at rest, docs/models.md). Contact is one-sided: a particle the solve pulls away from
     the surface (c·g > 0) moves freely and its normal is cleared, so later solves of the substep leave it free (a
     sheet sliding off a ball; kept, the separation line could not move and the sheet stayed 2 % stretched there).
+    Tried in stop 34 and not kept: keeping the normal when the pass after the collisions pulls a particle off (so
+    the next substep's solve does not take it for free). It calmed a 24² tablecloth's rim (fastest particle 0.17 →
+    0.06 m/s) but a cloth over a thin square table, whose skirt tucks under the top, shook harder (p90 speed
+    0.11–0.15 m/s at 30–60 s, docs/models.md, "Creep on a table").
     "Into the surface" is measured from where the particle met it: a resting particle the sweeps before the yarns
     lifted (a bend link over a table's rim) moves down as far as its position at the substep's start (``x_prev``, on
     the surface), and only the rest of the pull is the surface's push. Held at the lifted height instead, it dropped
@@ -325,7 +334,8 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     if two_way and not resting_only:            # after the collisions: left where the contacts put it
         return
     if link_by_link:                            # pinned farther apart than its rest length: link by link
-        _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, x, link_lambda)
+        _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                       resting_only, stuck, x, link_lambda)
         return
     pivot = 1.0 / scratch[first + one, 3]       # forward elimination: the dependent chain
     scratch[first + one, 3] = pivot
@@ -374,14 +384,16 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
 
 
 @numba.njit(inline="always", error_model="numpy")
-def _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, x, link_lambda):
-    """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does)."""
+def _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
+                   stuck, x, link_lambda):
+    """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does), each
+    particle with its mobility in this solve (``_mobility``: after the collisions, one friction holds stays put)."""
     for e in range(first + np.uint64(1), last + np.uint64(1)):
         a = np.uint64(particles[e - np.uint64(1)])
         b = np.uint64(particles[e])
         k = np.uint64(links[e])
-        wa = inv_mass[a]
-        wb = inv_mass[b]
+        wa = _mobility(inv_mass, contact, a, resting_only, stuck)
+        wb = _mobility(inv_mass, contact, b, resting_only, stuck)
         dx = x[b, 0] - x[a, 0]
         dy = x[b, 1] - x[a, 1]
         dz = x[b, 2] - x[a, 2]
