@@ -238,7 +238,7 @@ def test_contact_normals_are_cleared_when_the_last_collider_goes():
 
 def _taut_chain(two_way_at: int | None) -> tuple[np.ndarray, np.ndarray]:
     """A 6-particle yarn along x whose first two particles are fixed exactly a rest length (0.1 m) apart, a taut
-    stretch (projected link by link), and whose free links are 20 % long; particle ``two_way_at`` touches
+    stretch that sends the yarn link by link, and whose free links are 20 % long; particle ``two_way_at`` touches
     a two-way body (``Cloth.contact`` column 3 = −1). Solved once after the collisions (not ``resting_only``):
     returns (positions before, after)."""
     n = 6
@@ -260,11 +260,11 @@ def _taut_chain(two_way_at: int | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_a_taut_yarn_touching_a_two_way_body_further_on_is_left_where_the_contacts_put_it():
-    """A yarn with a taut stretch that touches a two-way body is left alone after the collisions (the body's
-    ball-on-a-bed rule in ``solve_yarn``), wherever along the yarn, before or after the taut stretch, the touching
-    particle is."""
+    """The row pass stops at the taut stretch (nothing after it is needed to project link by link) but still looks
+    at the particles after it for a two-way body: a yarn touching one is left alone after the collisions (the
+    body's ball-on-a-bed rule in ``solve_yarn``), wherever along the yarn the touching particle is."""
     before, after = _taut_chain(None)
-    assert np.abs(after - before).max() > 0.01                  # no body: solved
+    assert np.abs(after - before).max() > 0.01                  # no body: projected link by link
     for at in (2, 4, 5):
         before, after = _taut_chain(at)
         assert np.array_equal(after, before), at
