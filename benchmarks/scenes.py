@@ -77,7 +77,7 @@ def _scene(name: str) -> tuple[int, Callable[[App], object]]:
     """(substeps, build) for a scene name; the games are imported only when asked for."""
     if name == "cape":
         from loom.games import cape
-        return 8, cape.build_scene
+        return cape.SUBSTEPS, cape.build_scene
     if name == "flag":
         from loom.games import flag
         return flag.SUBSTEPS, flag.build_scene

@@ -3,7 +3,7 @@
 engine/ imports neither systems/ nor games/ nor components/: the standard cloth pipeline is a
 plugin group in ``systems``, and components import ``loom.engine.mesh`` for their constructors.
 
-Importing it first applies the thread policy (``loom.engine.threads``: ``OMP_WAIT_POLICY=passive`` unless
+Importing it first applies the thread policy (``loom.engine.threads``: ``GOMP_SPINCOUNT=10000`` unless
 set), before anything can start numba's threads: every loom subpackage imports ``loom.engine`` first. It also
 makes numba load Loom's cached kernels without its registry refresh (``loom.engine.kernel_cache``: a warm
 launch about 0.3 s sooner).

@@ -53,9 +53,9 @@ class App:
     max_steps caps the catch-up steps one ``update`` may take. threads: "auto" (default; None is the
     same) measures: steps run on one thread and now and then a few try every core, the faster wins
     (``loom.engine.threads.ThreadTuner``); an integer 1 … cores fixes the count for this App's steps
-    (results do not depend on it). Importing Loom sets ``OMP_WAIT_POLICY=passive``
-    unless you set it, so idle threads sleep instead of spinning and threads stay safe on a busy
-    machine (``loom.engine.threads``; docs/performance.md, "Threads"). plugins: None (default) adds
+    (results do not depend on it). Importing Loom sets ``GOMP_SPINCOUNT=10000`` unless you set
+    it or ``OMP_WAIT_POLICY``, so idle threads spin only briefly before they sleep; "auto" keeps a busy
+    machine on one thread (``loom.engine.threads``; docs/performance.md, "Threads"). plugins: None (default) adds
     nothing; "auto" adds every installed plugin of the ``loom.plugins`` entry-point group (after
     the App is set up: add the core plugins first if the installed ones order against them — or
     call ``add_plugins_from_entry_points()`` yourself after adding them); a list adds those.

@@ -6,13 +6,15 @@ after every parallel loop, waiting for the next. On an idle machine that saves a
 machine where another process keeps the other core busy, the spinning worker and that process take
 turns with the thread that has the real work, and a frame can cost many times what it costs on one
 thread (issue 16: a cape 62.8 against 2.25 ms, a 64×64 drape 237 against 3.1 ms, two processes
-spinning). With ``OMP_WAIT_POLICY=passive`` a worker sleeps as soon as its loop ends.
+spinning). With ``OMP_WAIT_POLICY=passive`` a worker sleeps as soon as its loop ends, and every loop
+then waits for it to wake: two threads lost to one on large cloths even on an idle machine.
 
 The policy, applied when ``loom.engine`` is first imported (before numba starts its threads):
 
-- ``OMP_WAIT_POLICY=passive``, unless the environment already sets ``OMP_WAIT_POLICY`` or
-  ``GOMP_SPINCOUNT`` (yours wins). It must be in the environment before libgomp is loaded: if numba's
-  threads were started before Loom was imported, it cannot apply (``describe()`` says which is in effect).
+- ``GOMP_SPINCOUNT=10000`` (``SPIN_COUNT``: a worker spins a short while, a thirtieth of libgomp's default,
+  then sleeps), unless the environment already sets ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (yours wins).
+  It must be in the environment before libgomp is loaded: if numba's threads were started before Loom was
+  imported, it cannot apply (``describe()`` says which is in effect).
 - The thread count is measured, not assumed (``App(threads="auto")``, the default): an App's steps run
   on one thread, and now and then a few steps try every core (``ThreadTuner``); the faster by median
   wins until the next trial. Passive waiting alone still left two threads 3.5× slower than one on an
@@ -29,20 +31,33 @@ from __future__ import annotations
 import os
 from typing import Any
 
-WAIT_POLICY = "passive"
-"""OpenMP wait policy Loom sets when the environment names none (``OMP_WAIT_POLICY``)."""
+SPIN_COUNT = "10000"
+"""How long an idle OpenMP worker spins before it sleeps, in libgomp's spin iterations (``GOMP_SPINCOUNT``), set
+when the environment names no policy. libgomp's own default is 300,000, and it spins only 1,000 when it has more
+threads than CPUs.
+
+Why not sleep at once (``OMP_WAIT_POLICY=passive``, Loom's setting until stop 35): every parallel loop then
+waits for a sleeping worker to wake, and the solver runs one loop per colour (12 a sweep on a grid, 2 for the
+yarns), so two threads lost to one on large cloths even on an idle machine, and the thread tuner never chose them.
+Measured on a 2-core Xeon VM (``python -m loom.benchmarks threads``, ms a step, median; one / two threads / auto):
+the drape game's 64² scene idle 9.3 / 18.0 / 9.3 passive, 9.4 / 6.9 / 6.8 spinning 10,000 (3,000: 7.7 on two
+threads; 1,000: 9.6); the 128² sphere drape on two threads 51 → 31 ms a step. What it costs: a fixed two threads
+(``App(threads=2)``) with one other process spinning, 10.1 ms passive, 42.5 ms spinning 10,000, 22.0 ms spinning
+3,000 (one thread 9.3): there the worker's spin takes the core the step needs. The default, ``threads="auto"``,
+measures and stays on one thread then (9.2 ms; with both cores busy 14.9 against 17.0 passive, one thread 17.1),
+so a player's default is never slower than one thread, and faster where a second core is free."""
 
 USER_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 """Environment variables that mean the user chose how OpenMP threads wait: Loom then sets nothing."""
 
 
 def apply_policy(environ: Any = None) -> bool:
-    """Set ``OMP_WAIT_POLICY=passive`` in ``environ`` (default ``os.environ``) unless one of
+    """Set ``GOMP_SPINCOUNT`` to ``SPIN_COUNT`` in ``environ`` (default ``os.environ``) unless one of
     ``USER_SETTINGS`` is already there; return whether it was set. Call before numba starts its threads."""
     environ = os.environ if environ is None else environ
     if any(name in environ for name in USER_SETTINGS):
         return False
-    environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+    environ["GOMP_SPINCOUNT"] = SPIN_COUNT
     return True
 
 
@@ -143,8 +158,9 @@ def checked_count(threads: Any) -> int:
 def describe() -> dict[str, Any]:
     """The threading in effect, for reports and benchmark records: ``threads`` (numba's current count),
     ``threading_layer`` (``omp``, ``tbb`` or ``workqueue``; starts numba's threads if they are not yet),
-    and ``wait_policy`` (``OMP_WAIT_POLICY`` as the environment has it, None if unset)."""
+    ``wait_policy`` (``OMP_WAIT_POLICY`` as the environment has it, None if unset) and ``spin_count``
+    (``GOMP_SPINCOUNT`` likewise)."""
     import numba
     threads = numba.get_num_threads()                    # starts the threading layer if not yet started
     return {"threads": int(threads), "threading_layer": numba.threading_layer(),
-            "wait_policy": os.environ.get("OMP_WAIT_POLICY")}
+            "wait_policy": os.environ.get("OMP_WAIT_POLICY"), "spin_count": os.environ.get("GOMP_SPINCOUNT")}

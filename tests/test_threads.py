@@ -37,26 +37,27 @@ DESCRIBE = ("import json, loom.engine\nfrom loom.engine import App\nApp(threads=
             "print(json.dumps(loom.engine.threads.describe()))")
 
 
-def test_importing_loom_makes_idle_openmp_threads_sleep_instead_of_spinning():
+def test_importing_loom_makes_idle_openmp_threads_spin_briefly_then_sleep():
     record = _fresh(DESCRIBE)
-    assert record["wait_policy"] == "passive"
+    assert record["spin_count"] == threads.SPIN_COUNT == "10000" and record["wait_policy"] is None
     assert record["threading_layer"] in ("omp", "tbb", "workqueue") and record["threads"] >= 1
 
 
 def test_lazy_import_loom_applies_the_policy_before_the_first_app():
-    record = _fresh("import json, os, loom\nloom.App(threads=1)\nprint(json.dumps({'w': os.environ.get('OMP_WAIT_POLICY')}))")
-    assert record == {"w": "passive"}
+    record = _fresh("import json, os, loom\nloom.App(threads=1)\nprint(json.dumps({'s': os.environ.get('GOMP_SPINCOUNT')}))")
+    assert record == {"s": "10000"}
 
 
-@pytest.mark.parametrize("name, value", [("OMP_WAIT_POLICY", "active"), ("GOMP_SPINCOUNT", "10000")])
+@pytest.mark.parametrize("name, value", [("OMP_WAIT_POLICY", "passive"), ("GOMP_SPINCOUNT", "0")])
 def test_a_users_own_openmp_setting_wins(name, value):
     record = _fresh(DESCRIBE, **{name: value})
-    assert record["wait_policy"] == ("active" if name == "OMP_WAIT_POLICY" else None)
+    assert record["wait_policy"] == ("passive" if name == "OMP_WAIT_POLICY" else None)
+    assert record["spin_count"] == ("0" if name == "GOMP_SPINCOUNT" else None)
 
 
-def test_apply_policy_sets_passive_only_when_the_environment_names_no_policy():
+def test_apply_policy_sets_the_spin_count_only_when_the_environment_names_no_policy():
     environ: dict[str, str] = {}
-    assert threads.apply_policy(environ) is True and environ == {"OMP_WAIT_POLICY": "passive"}
+    assert threads.apply_policy(environ) is True and environ == {"GOMP_SPINCOUNT": "10000"}
     for user in ({"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "0"}):
         mine = dict(user)
         assert threads.apply_policy(mine) is False and mine == user
@@ -171,7 +172,8 @@ def test_scenes_benchmark_load_records_the_load_threads_layer_and_wait_policy():
     (record,) = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     assert record["scene"] == "cape" and record["load"] == max(1, (os.cpu_count() or 2) - 1)
     assert record["threads"] == 1 and record["threading_layer"] in ("omp", "tbb", "workqueue")
-    assert record["wait_policy"] == os.environ.get("OMP_WAIT_POLICY", "passive")
+    assert record["wait_policy"] == os.environ.get("OMP_WAIT_POLICY")
+    assert record["spin_count"] == os.environ.get("GOMP_SPINCOUNT", threads.SPIN_COUNT)
     assert 0.0 < record["sim_ms_median"] <= record["sim_ms_p99"] and "stretch_worst_pct" in record
 
 

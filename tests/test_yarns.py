@@ -153,6 +153,64 @@ def test_one_yarn_solve_is_the_exact_xpbd_step_of_all_its_links_together(contact
         assert not got_normal[gone].any()
 
 
+def _pair_case(resting_only: bool) -> tuple:
+    """A disc's yarns (lines of 2–18 links, three colours) with every kind of particle on them: pinned ones, two
+    pinned taut (a yarn projected link by link), contact normals at rest and moving, friction-held (``STUCK``),
+    squeezed out of a pinch (``HELD``) and touching a two-way body (−1); positions stretched and shaken."""
+    from loom.components.cloth import HELD, STUCK
+    rng = np.random.default_rng(5)
+    cloth = Cloth.from_mesh(mesh.disc(0.5, 8))
+    yarns = _yarns(cloth)
+    n = cloth.particle_count
+    x = cloth.rest_x * 1.03 + rng.normal(0.0, 0.004, (n, 3))
+    inv_mass = cloth.inv_mass.copy()
+    inv_mass[rng.choice(n, 6, replace=False)] = 0.0
+    longest = int(np.argmax(np.diff(yarns.offsets)))             # a yarn pinned at both ends, pulled taut
+    ends = yarns.particles[[yarns.offsets[longest], yarns.offsets[longest + 1] - 1]]
+    inv_mass[ends] = 0.0
+    x[ends[1]] = x[ends[0]] + (x[ends[1]] - x[ends[0]]) * 1.2
+    contact = np.zeros((n, 5))
+    normal = rng.normal(size=(n, 3))
+    contact[:, :3] = normal / np.linalg.norm(normal, axis=1, keepdims=True)
+    kind = rng.choice([0.0, 0.0, 1.0, STUCK, STUCK, -1.0, 0.0], n)
+    kind[rng.choice(n, 3, replace=False)] = HELD                 # a few: most yarns friction holds, some not
+    contact[:, 3] = kind
+    contact[kind == 0.0, :3] = 0.0                               # nothing touched: no normal
+    contact[kind == -1.0, :3] = 0.0
+    contact[:, 4] = rng.uniform(0.0, 1e-4, n) * (kind != 0.0)
+    lam = rng.normal(0.0, 1e-6, cloth.link_count)
+    compliance = cloth.link_compliance.copy()
+    compliance[::4] = 1e-3
+    return yarns, cloth.link_rest, compliance, inv_mass, contact, x, cloth.rest_x * 1.03, lam
+
+
+@pytest.mark.parametrize("resting_only", [True, False], ids=["the substep's solve", "after the collisions"])
+def test_two_yarns_solved_side_by_side_are_bit_for_bit_each_solved_alone(resting_only):
+    """``solve_yarn_pair`` (the solves' call: two yarns of a colour, their elimination and back substitution
+    interleaved) leaves positions, multipliers and contacts exactly as ``solve_yarn`` of each in turn, for pairs
+    of every length and kind (free, resting, friction-held, pinched, touching a two-way body, taut between pins)
+    and a colour's odd yarn out (y1 = −1). Exact, not within a tolerance: the same operations in the same order."""
+    yarns, rest, compliance, inv_mass, contact, x, x_prev, lam = _pair_case(resting_only)
+    inv_h2 = 240.0 ** 2
+    alone = [contact.copy(), x.copy(), lam.copy()]
+    paired = [contact.copy(), x.copy(), lam.copy()]
+    odd = 0
+    for c in range(yarns.color_offsets.shape[0] - 1):
+        start, end = int(yarns.color_offsets[c]), int(yarns.color_offsets[c + 1])
+        for y in range(start, end):
+            Y.solve_yarn(y, yarns.particles, yarns.links, yarns.offsets, yarns.scratch, rest, compliance, inv_h2,
+                         inv_mass, alone[0], resting_only, alone[1], x_prev, alone[2])
+        for y in range(start, end, 2):
+            Y.solve_yarn_pair(y, y + 1 if y + 1 < end else -1, yarns.particles, yarns.links, yarns.offsets,
+                              yarns.scratch, rest, compliance, inv_h2, inv_mass, paired[0], resting_only, paired[1],
+                              x_prev, paired[2])
+        odd += (end - start) % 2
+    assert odd > 0, "the case needs a colour with an odd yarn out"
+    assert not np.array_equal(alone[1], x), "the solve moved nothing"
+    for got, want in zip(paired, alone):
+        assert np.array_equal(got, want)
+
+
 def test_one_solve_puts_a_straight_hanging_chain_at_rest_length_where_sweeps_do_not():
     """A 40-link vertical chain pinned at the top, stretched 1 % along itself (no tethers): the linearisation is
     exact for a straight chain, so one step of one yarn solve leaves every link at its rest length (1e-12

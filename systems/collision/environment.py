@@ -242,6 +242,9 @@ class Frames(NamedTuple):
     """Position at the substep's end, (k, 3) [m]."""
     bound: np.ndarray
     """Bounding-ball radius of the shape, (k,) [m] (0: unbounded)."""
+    extent: np.ndarray
+    """Half extents of the box around the shape at its substep's end pose, world axes, (k, 3) [m] (where ``bound`` >
+    0): a long thin collider (a flagpole) is far tighter in it than in its bounding ball."""
     motion: np.ndarray
     """Upper bound on how far a point of the surface moves in the substep, (k,) [m]."""
     near: np.ndarray
@@ -297,7 +300,8 @@ class ContactScratch:
         if k != self.count:
             self.count = k
             self.frames = hold(Frames(np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
-                                      np.zeros(k), np.zeros(k), np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
+                                      np.zeros(k), np.zeros((k, 3)), np.zeros(k), np.zeros(k, np.int64),
+                                      np.zeros((CHUNKS, k, 7)),
                                       np.zeros((CHUNKS, 4)), np.zeros(3), np.zeros((CHUNKS, k, 7))))
 
 
@@ -332,25 +336,34 @@ def _prepare(colliders, frames, a0, a1):
     (scratch arrays of ``ContactScratch``: nothing is allocated per substep)."""
     kind, params, polygons = colliders.shapes.kind, colliders.shapes.params, colliders.shapes.polygons
     pose0, pose1 = colliders.pose0, colliders.pose1
-    rot0, rot1, pos0, pos1, bound, motion = frames.rot0, frames.rot1, frames.pos0, frames.pos1, frames.bound, \
-        frames.motion
+    rot0, rot1, pos0, pos1, bound, extent, motion = frames.rot0, frames.rot1, frames.pos0, frames.pos1, \
+        frames.bound, frames.extent, frames.motion
     k = kind.shape[0]
     for c in range(k):
         pose(pose0, pose1, c, a0, rot0[c], pos0[c])
         pose(pose0, pose1, c, a1, rot1[c], pos1[c])
     bound[:] = 0.0                                   # bounding-ball radius [m] of each shape (0: none)
     for c in range(k):
+        ex = ey = ez = 0.0                           # the shape's half extents along its own axes [m]
         if kind[c] == SPHERE:
             bound[c] = params[c, 0]
-        elif kind[c] == CAPSULE or kind[c] == CYLINDER:
+            ex = ey = ez = params[c, 0]
+        elif kind[c] == CAPSULE or kind[c] == CYLINDER:   # along local y
             bound[c] = params[c, 0] + params[c, 1]
+            ex = ez = params[c, 0]
+            ey = params[c, 1] + (params[c, 0] if kind[c] == CAPSULE else 0.0)
         elif kind[c] == BOX:
             bound[c] = math.sqrt(params[c, 0] ** 2 + params[c, 1] ** 2 + params[c, 2] ** 2)
-        elif kind[c] == PRISM:
+            ex, ey, ez = params[c, 0], params[c, 1], params[c, 2]
+        elif kind[c] == PRISM:                       # a polygon in local xy, ±half depth along z
             far = 0.0
             for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
                 far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
             bound[c] = math.sqrt(far + params[c, 0] ** 2)
+            ex = ey = math.sqrt(far)
+            ez = params[c, 0]
+        for i in range(3):                           # the rotated box's world extents: |R| e
+            extent[c, i] = abs(rot1[c, i, 0]) * ex + abs(rot1[c, i, 1]) * ey + abs(rot1[c, i, 2]) * ez
     for c in range(k):
         turn = 0.0
         for i in range(3):
@@ -363,13 +376,14 @@ def _prepare(colliders, frames, a0, a1):
 
 @numba.njit(cache=True)
 def _near_colliders(cloth, margin, frames):
-    """Indices of the colliders whose bounding ball, grown by the contact reach and its motion this
-    substep, touches the box around the free particles' substep paths; colliders without a bound
-    (planes, meshes) always. A cape among a level's platforms meets one or two of them: testing
-    every particle against each measured 0.44 of the cape game's 1.3 ms frame. Writes them to
+    """Indices of the colliders whose bounding ball and whose box (``Frames.extent``), each grown by the contact
+    reach (with ``CONTACT_SKIN``) and the collider's motion this substep, touch the box around the free particles'
+    substep paths; colliders without a bound (planes, meshes) always. A cape among a level's platforms meets one or
+    two of them: testing every particle against each measured 0.44 of the cape game's 1.3 ms frame. A flag beside
+    its pole is inside the pole's bounding ball (a 3 m capsule's is 1.5 m round) but clear of its box. Writes them to
     frames.near (k,) and returns the view of the ones written. cloth: ``Particles``; margin (k,) [m]."""
     x_prev, x, inv_mass = cloth.x_prev, cloth.x, cloth.inv_mass
-    pos1, bound, motion, near = frames.pos1, frames.bound, frames.motion, frames.near
+    pos1, bound, extent, motion, near = frames.pos1, frames.bound, frames.extent, frames.motion, frames.near
     lox = loy = loz = np.inf
     hix = hiy = hiz = -np.inf
     for p in range(x.shape[0]):
@@ -385,8 +399,14 @@ def _near_colliders(cloth, margin, frames):
             gy = max(loy - pos1[c, 1], pos1[c, 1] - hiy, 0.0)
             gz = max(loz - pos1[c, 2], pos1[c, 2] - hiz, 0.0)
             gap2 = gx * gx + gy * gy + gz * gz
-            radius = bound[c] + cloth.thickness + margin[c] + motion[c]
+            reach = (cloth.thickness + margin[c]) * (1.0 + CONTACT_SKIN) + motion[c]
+            radius = bound[c] + reach
             if gap2 > radius * radius:
+                continue
+            gx = max(lox - pos1[c, 0] - extent[c, 0], pos1[c, 0] - extent[c, 0] - hix, 0.0)   # its box, world axes
+            gy = max(loy - pos1[c, 1] - extent[c, 1], pos1[c, 1] - extent[c, 1] - hiy, 0.0)
+            gz = max(loz - pos1[c, 2] - extent[c, 2], pos1[c, 2] - extent[c, 2] - hiz, 0.0)
+            if gx * gx + gy * gy + gz * gz > reach * reach:
                 continue
         near[count] = c
         count += 1

@@ -265,11 +265,100 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     residuals: independent per link, pipelined), the forward elimination (one division per link, kept as the
     pivot's reciprocal), and the back substitution (multiplications only), which moves each particle once both
     its links' Δλ are known. Row e of ``scratch``: the unit direction of the link into entry e (0–2), the pivot's
-    reciprocal (3), the right-hand side (4), the off-diagonal with the previous link (5)."""
-    first = np.uint64(offsets[y])               # unsigned entries: no wraparound test per access
-    last = np.uint64(offsets[y + 1] - 1)        # entries first … last: particles; links first + 1 … last
-    if last <= first:
+    reciprocal (3), the right-hand side (4), the off-diagonal with the previous link (5).
+
+    This is ``solve_yarn_pair`` of y alone: the solves run it on two yarns at a time."""
+    solve_yarn_pair(y, -1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                    resting_only, x, x_prev, link_lambda)
+
+
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
+def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                    resting_only, x, x_prev, link_lambda):
+    """``solve_yarn`` of yarns y0 and y1 (y1 < 0: y0 alone), which must share no particle (two yarns of one colour),
+    with their two dependent chains, the forward elimination and the back substitution, run side by side.
+
+    Each yarn's elimination is a chain of divisions and its back substitution a chain through Δλ of the link after:
+    each step waits for the one before, so one yarn leaves the core idle most of each step's latency. Two yarns'
+    steps interleaved are two independent chains the core runs at once. Each yarn's arithmetic is the same, in the
+    same order, as alone, and the two touch different particles, links and scratch rows, so the result is bit for
+    bit ``solve_yarn`` of each in turn (tests/test_yarns.py). Measured on the cape game's cape (1,200 yarn entries,
+    one thread, the substep's solve / the pass after the collisions): see docs/performance.md."""
+    one = np.uint64(1)
+    a_first = np.uint64(offsets[y0])                # unsigned entries: no wraparound test per access
+    a_last = np.uint64(offsets[y0 + 1] - 1)         # entries first … last: particles; links first + 1 … last
+    a_mode, a_stuck = _rows(a_first, a_last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass,
+                            contact, resting_only, x, link_lambda)
+    b_first = b_last = np.uint64(0)
+    b_mode, b_stuck = _DONE, False
+    if y1 >= 0:
+        b_first = np.uint64(offsets[y1])
+        b_last = np.uint64(offsets[y1 + 1] - 1)
+        b_mode, b_stuck = _rows(b_first, b_last, particles, links, scratch, link_rest, link_compliance, inv_h2,
+                                inv_mass, contact, resting_only, x, link_lambda)
+    for first, last, stuck, mode in ((a_first, a_last, a_stuck, a_mode), (b_first, b_last, b_stuck, b_mode)):
+        if mode == _LINKS:                          # pinned farther apart than its rest length: link by link
+            _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                           resting_only, stuck, x, link_lambda)
+    a_on = a_mode == _SOLVE
+    b_on = b_mode == _SOLVE
+    if not (a_on or b_on):
         return
+    # forward elimination, the dependent chain: the first link's pivot, then the two yarns' links side by side
+    a_pivot = a_rhs = b_pivot = b_rhs = 0.0
+    a_e = b_e = one                                 # an idle yarn: its next entry past its last (0)
+    if a_on:
+        a_pivot = 1.0 / scratch[a_first + one, 3]
+        scratch[a_first + one, 3] = a_pivot
+        a_rhs = scratch[a_first + one, 4]
+        a_e = a_first + np.uint64(2)
+    if b_on:
+        b_pivot = 1.0 / scratch[b_first + one, 3]
+        scratch[b_first + one, 3] = b_pivot
+        b_rhs = scratch[b_first + one, 4]
+        b_e = b_first + np.uint64(2)
+    a_end = a_last if a_on else np.uint64(0)
+    b_end = b_last if b_on else np.uint64(0)
+    while a_e <= a_end or b_e <= b_end:             # one copy of each step (a first launch compiles less)
+        if a_e <= a_end:
+            a_pivot, a_rhs = _eliminate(a_e, scratch, a_pivot, a_rhs)
+            a_e += one
+        if b_e <= b_end:
+            b_pivot, b_rhs = _eliminate(b_e, scratch, b_pivot, b_rhs)
+            b_e += one
+    # back substitution from each yarn's last entry to its first: Δλ of the link after, and its direction
+    a_below = a_ox = a_oy = a_oz = 0.0
+    b_below = b_ox = b_oy = b_oz = 0.0
+    a_e = a_last
+    b_e = b_last
+    while a_on or b_on:
+        if a_on:
+            a_below, a_ox, a_oy, a_oz = _substitute(a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, particles, links,
+                                                    scratch, inv_mass, contact, resting_only, a_stuck, x, x_prev,
+                                                    link_lambda)
+            a_on = a_e != a_first
+            a_e -= one if a_on else np.uint64(0)
+        if b_on:
+            b_below, b_ox, b_oy, b_oz = _substitute(b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz, particles, links,
+                                                    scratch, inv_mass, contact, resting_only, b_stuck, x, x_prev,
+                                                    link_lambda)
+            b_on = b_e != b_first
+            b_e -= one if b_on else np.uint64(0)
+
+
+_SOLVE, _DONE, _LINKS = 0, 1, 2
+"""What ``_rows`` leaves a yarn to: the tridiagonal solve, nothing (too short, or touching a two-way body after the
+collisions), or its links one after another (taut between two fixed particles)."""
+
+
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
+def _rows(first, last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
+          x, link_lambda):
+    """The rows pass of the yarn at entries first … last (``solve_yarn``): each link's direction, diagonal,
+    right-hand side and off-diagonal into ``scratch``; returns (``_SOLVE``, ``_DONE`` or ``_LINKS``, whether friction
+    holds its particles after the collisions (``_mobility``'s ``stuck``))."""
+    if last <= first:
+        return _DONE, False
     one = np.uint64(1)
     stuck = not resting_only                    # friction holds its particles (``_mobility``) unless the yarn
     if stuck:                                   # has one squeezed out of a pinch
@@ -332,55 +421,56 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
         ax, ay, az, wa, cx, cy, cz = bx, by, bz, wb, qx, qy, qz
         px, py, pz = nx, ny, nz
     if two_way and not resting_only:            # after the collisions: left where the contacts put it
-        return
-    if link_by_link:                            # pinned farther apart than its rest length: link by link
-        _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                       resting_only, stuck, x, link_lambda)
-        return
-    pivot = 1.0 / scratch[first + one, 3]       # forward elimination: the dependent chain
-    scratch[first + one, 3] = pivot
-    rhs = scratch[first + one, 4]
-    for e in range(first + np.uint64(2), last + one):
-        off = scratch[e, 5]
-        f = off * pivot
-        diag = scratch[e, 3]
-        pivot = 1.0 / max(diag - f * off, (PIVOT_FLOOR if scratch[e, 6] != 0.0 else 1e-12) * diag)
-        rhs = scratch[e, 4] - f * rhs
-        scratch[e, 3] = pivot
-        scratch[e, 4] = rhs
-    below = 0.0                                 # back substitution: Δλ of the link after this one
-    ox = oy = oz = 0.0                          # and its direction
-    e = last
-    while True:
-        gx, gy, gz = -ox * below, -oy * below, -oz * below        # −n_{e+1} Δλ_{e+1}: the link out of it
-        dlam = 0.0
-        if e > first:
-            off = scratch[e + one, 5] if e < last else 0.0
-            dlam = (scratch[e, 4] - off * below) * scratch[e, 3]
-            link_lambda[np.uint64(links[e])] += dlam
-            ox, oy, oz = scratch[e, 0], scratch[e, 1], scratch[e, 2]
-            gx += ox * dlam                     # +n_e Δλ_e: the link into it
-            gy += oy * dlam
-            gz += oz * dlam
-        b = np.uint64(particles[e])
-        wb = _mobility(inv_mass, contact, b, resting_only, stuck)
-        cx, cy, cz = _normal(contact, b, resting_only)
-        along = gx * cx + gy * cy + gz * cz
-        sink = 0.0                                           # its move into the surface [m], ≤ 0
-        if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
-            contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
-            along = 0.0
-        elif resting_only and along < 0.0:   # pressed into it: down to where it met the surface (the substep's
-            room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
-            sink = max(wb * along, -max(room, 0.0))          # start), the surface takes the rest (friction)
-            contact[b, 4] -= wb * along - sink
-        x[b, 0] += wb * (gx - cx * along) + cx * sink
-        x[b, 1] += wb * (gy - cy * along) + cy * sink
-        x[b, 2] += wb * (gz - cz * along) + cz * sink
-        below = dlam
-        if e == first:
-            return
-        e -= one
+        return _DONE, stuck
+    return (_LINKS if link_by_link else _SOLVE), stuck
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _eliminate(e, scratch, pivot, rhs):
+    """Forward elimination of entry e's row (``solve_yarn``): the previous (pivot's reciprocal, right-hand side) in,
+    this row's out (also written to ``scratch``)."""
+    off = scratch[e, 5]
+    f = off * pivot
+    diag = scratch[e, 3]
+    pivot = 1.0 / max(diag - f * off, (PIVOT_FLOOR if scratch[e, 6] != 0.0 else 1e-12) * diag)
+    rhs = scratch[e, 4] - f * rhs
+    scratch[e, 3] = pivot
+    scratch[e, 4] = rhs
+    return pivot, rhs
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, inv_mass, contact, resting_only, stuck,
+                x, x_prev, link_lambda):
+    """Back substitution at entry e of the yarn first … last (``solve_yarn``): Δλ of the link into e from ``below``
+    (Δλ of the link out of it, direction o), then e's particle moved. Returns (Δλ of the link into e, its direction)."""
+    one = np.uint64(1)
+    gx, gy, gz = -ox * below, -oy * below, -oz * below        # −n_{e+1} Δλ_{e+1}: the link out of it
+    dlam = 0.0
+    if e > first:
+        off = scratch[e + one, 5] if e < last else 0.0
+        dlam = (scratch[e, 4] - off * below) * scratch[e, 3]
+        link_lambda[np.uint64(links[e])] += dlam
+        ox, oy, oz = scratch[e, 0], scratch[e, 1], scratch[e, 2]
+        gx += ox * dlam                     # +n_e Δλ_e: the link into it
+        gy += oy * dlam
+        gz += oz * dlam
+    b = np.uint64(particles[e])
+    wb = _mobility(inv_mass, contact, b, resting_only, stuck)
+    cx, cy, cz = _normal(contact, b, resting_only)
+    along = gx * cx + gy * cy + gz * cz
+    sink = 0.0                                           # its move into the surface [m], ≤ 0
+    if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
+        contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
+        along = 0.0
+    elif resting_only and along < 0.0:   # pressed into it: down to where it met the surface (the substep's
+        room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
+        sink = max(wb * along, -max(room, 0.0))          # start), the surface takes the rest (friction)
+        contact[b, 4] -= wb * along - sink
+    x[b, 0] += wb * (gx - cx * along) + cx * sink
+    x[b, 1] += wb * (gy - cy * along) + cy * sink
+    x[b, 2] += wb * (gz - cz * along) + cz * sink
+    return dlam, ox, oy, oz
 
 
 @numba.njit(inline="always", error_model="numpy")
