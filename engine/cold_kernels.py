@@ -33,7 +33,8 @@ PYTHON_MAX_SIZE = 2500
 Python for the slowest, the colouring, against 1.3 s of compiling it)."""
 
 ENABLED = os.environ.get("LOOM_COLD_PYTHON", "1").strip() != "0"
-"""False (environment ``LOOM_COLD_PYTHON=0``): ``pick`` always returns the compiled kernel. ``--precompile`` and
+"""False (environment ``LOOM_COLD_PYTHON=0``): ``pick`` always returns the compiled kernel, and the contact system
+runs its kernel even for a cloth clear of every collider (``environment.collide_environment``). ``--precompile`` and
 the kernel lists' recorder set it, so that the cache, and the list, hold these kernels too."""
 
 _twins: dict[Any, Callable[..., Any]] = {}

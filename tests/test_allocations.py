@@ -22,7 +22,7 @@ from loom.systems import DefaultPlugins
 app = App(dt=1 / 60, substeps=4, threads=1).add_plugin(DefaultPlugins)
 sheet = mesh.grid(24, 24, 1.0, 1.0, center=(0.0, 1.0, 0.0), plane="xz")
 app.spawn(Cloth.from_mesh(sheet, "cotton", self_collision=True), Pin.edge(sheet, "top"))
-app.spawn(Collider(Sphere(0.3)), Transform(position=(0.0, 0.5, 0.0)))
+app.spawn(Collider(Sphere(0.3)), Transform(position=(0.0, 0.72, 0.0)))   # under the sheet: contacts from the start
 app.spawn(Wind(velocity=(0.0, 0.0, 2.0), turbulence=0.2))
 app.step(5)                                         # compile, size every scratch array
 
@@ -45,7 +45,7 @@ def counted(self, *args, **kwargs):                 # kernels called from Python
 
 CPUDispatcher.__call__ = counted
 app.step(3)
-for name in ("_predict", "_update", "_solve_serial", "_collide_serial_basic", "_pass", "_apply_contacts",
+for name in ("_predict", "_update", "_solve_serial", "_touches", "_collide_serial_basic", "_pass", "_apply_contacts",
              "_move_pins", "_aero_forces", "_first_bad"):
     print(name, calls[name])
 '''

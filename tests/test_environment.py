@@ -190,24 +190,25 @@ def _near_after_prepare(app, points: np.ndarray, thickness: float) -> list[np.nd
     for point in points:
         x = np.array([point], float)
         cloth = env.Particles(x, x.copy(), np.ones(1), np.ones(1), thickness, 0.5, np.zeros((1, 5)))
-        kept.append(env._near_colliders(cloth, col.margin, frames).copy())
+        kept.append(env._near_colliders(cloth, col.shapes.kind, col.margin, frames).copy())
     return kept
 
 
 def test_the_contact_cull_keeps_every_collider_a_particle_touches_and_drops_a_long_pole_beside_a_flag(make_app):
     """The contact kernel tests a cloth's particles only against the colliders near it (``_near_colliders``): those
     whose bounding ball and whose box at their pose (world axes, ``Frames.extent``), each grown by the contact
-    reach, touch the box around the cloth. Never wrong: for a sphere, capsule, cylinder, box and prism, each turned
-    at random, every one of 400 points within (1 + ``CONTACT_SKIN``) × the reach of its surface (by its own signed
-    distance) keeps it. And tight: a particle 5 cm beside a 3 m flagpole, well inside the pole's 1.54 m bounding
-    ball, does not keep it (before the box test it did, and the flag game's contact kernel tested every particle
-    against the pole every substep)."""
+    reach, touch the box around the cloth; a plane when that box reaches within the reach of it. Never wrong: for a
+    sphere, capsule, cylinder, box, prism and plane, each turned at random, every one of 400 points within (1 +
+    ``CONTACT_SKIN``) × the reach of its surface (by its own signed distance, a plane's below it too) keeps it. And
+    tight: a particle 5 cm beside a 3 m flagpole, well inside the pole's 1.54 m bounding ball, does not keep it
+    (before the box test it did, and the flag game's contact kernel tested every particle against the pole every
+    substep), nor does one 5 cm above a floor (before, a plane was always near)."""
     from loom.components import Box, Capsule, Cylinder, Prism
     from loom.systems.collision.environment import CONTACT_SKIN
     from loom.systems.shared.shapes import sdf
     rng = np.random.default_rng(11)
     shapes = [Sphere(0.3), Capsule(0.1, 0.6), Cylinder(0.4, 0.05), Box((0.5, 0.05, 0.2)),
-              Prism(np.array([[0.0, 0.0], [0.6, 0.0], [0.1, 0.3]]), 0.15)]
+              Prism(np.array([[0.0, 0.0], [0.6, 0.0], [0.1, 0.3]]), 0.15), Plane()]
     thickness, margin = 0.01, 0.005
     reach = (thickness + margin) * (1.0 + CONTACT_SKIN)
     out = np.zeros(4)
@@ -228,3 +229,36 @@ def test_the_contact_cull_keeps_every_collider_a_particle_touches_and_drops_a_lo
     app.spawn(Collider(Capsule(0.04, 1.5), thickness=margin), Transform(position=(-1.04, 1.5, 0.0)))
     beside, touching = _near_after_prepare(app, np.array([[-0.95, 2.5, 0.0], [-0.99, 2.5, 0.0]]), thickness)
     assert beside.size == 0 and touching.tolist() == [0]
+    app = make_app()
+    app.spawn(Collider(Plane(), thickness=margin), Transform())
+    above, touching, under = _near_after_prepare(app, np.array([[0.3, 0.05, 0.1], [0.3, 0.014, 0.1],
+                                                                [0.3, -0.2, 0.1]]), thickness)
+    assert above.size == 0 and touching.tolist() == [0] and under.tolist() == [0]
+
+
+def test_a_cloth_clear_of_every_collider_skips_the_contact_kernel_and_keeps_no_stale_contact(make_app):
+    """``collide_environment`` runs the contact kernel only when a collider is near the cloth (``_touches``); a cloth
+    clear of them all still ends the substep with no contact left from an earlier one (what the kernel writes for a
+    particle touching nothing), and lands on the floor as before once it gets there."""
+    from loom.systems.collision import environment as env
+    app = make_app()
+    app.spawn(Collider(Plane()), Transform())
+    sheet = mesh.grid(8, 8, 0.5, 0.5, center=(0.0, 0.3, 0.0), plane="xz")
+    cloth = Cloth.from_mesh(sheet, thickness=0.01)
+    app.spawn(cloth)
+    calls = []
+    kernels = env._COLLIDE_BASIC
+
+    def counted(*args):
+        calls.append(1)
+        return kernels[0](*args)
+    env._COLLIDE_BASIC = (counted, counted)
+    try:
+        cloth.contact[:, :3] = (0.0, 1.0, 0.0)              # stale: as if it had touched something
+        cloth.contact[:, 3] = 1.0
+        app.step(1)
+        assert calls == [] and not cloth.contact.any()
+        app.step(60)                                         # falls 0.29 m: on the floor within a second
+    finally:
+        env._COLLIDE_BASIC = kernels
+    assert calls and np.allclose(cloth.x[:, 1], 0.01, atol=1e-6) and (cloth.contact[:, 1] == 1.0).all()

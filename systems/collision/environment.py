@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from types import FunctionType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -45,7 +45,7 @@ from loom.components import Cloth, Collider, ColliderSet, Transform
 from loom.components.cloth import HELD, STUCK
 from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
                                  Prism, Sphere, TriangleMesh, rotation_to_quaternion)
-from loom.engine import App
+from loom.engine import App, cold_kernels
 from loom.systems.shared.held import hold
 from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
 
@@ -201,8 +201,23 @@ def collide_environment(app: App, h: float) -> None:
         m = cloth.material
         kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
         kernel = kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES]
+        if not _touches(scratch.colliders, scratch.frames, a0, a1, m.thickness, m.friction, cloth.mass,
+                        cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact) and _may_skip(kernel):
+            cloth.contact.fill(0.0)                  # what the contact kernel writes for a particle touching nothing
+            continue
         kernel(scratch.colliders, scratch.frames, a0, a1, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
                cloth.x_prev, cloth.x, cloth.contact)
+
+
+def _may_skip(kernel: Any) -> bool:
+    """Whether a substep in which no collider is near a cloth may leave its contact ``kernel`` uncalled: once the
+    kernel is loaded in this process, or while it is not yet compiled (a first launch: the compile-ahead worker
+    compiles it meanwhile, and the game only when a collider comes near). Not when it sits in numba's cache
+    unloaded: loading it takes 10 ms (the cape's contact tree), better in the first frame than at the first contact
+    in the middle of play. Never under ``--precompile`` or the kernel lists' recorder (``cold_kernels.ENABLED``
+    False), so the cache and the lists hold it."""
+    loaded = bool(getattr(kernel, "signatures", True))           # (a plain function in a test: loaded)
+    return cold_kernels.ENABLED and (loaded or not cold_kernels.cached(kernel))
 
 
 class Colliders(NamedTuple):
@@ -244,7 +259,8 @@ class Frames(NamedTuple):
     """Bounding-ball radius of the shape, (k,) [m] (0: unbounded)."""
     extent: np.ndarray
     """Half extents of the box around the shape at its substep's end pose, world axes, (k, 3) [m] (where ``bound`` >
-    0): a long thin collider (a flagpole) is far tighter in it than in its bounding ball."""
+    0): a long thin collider (a flagpole) is far tighter in it than in its bounding ball; a plane's unit normal in
+    world axes (``_near_colliders``); zero for a mesh."""
     motion: np.ndarray
     """Upper bound on how far a point of the surface moves in the substep, (k,) [m]."""
     near: np.ndarray
@@ -364,6 +380,9 @@ def _prepare(colliders, frames, a0, a1):
             ez = params[c, 0]
         for i in range(3):                           # the rotated box's world extents: |R| e
             extent[c, i] = abs(rot1[c, i, 0]) * ex + abs(rot1[c, i, 1]) * ey + abs(rot1[c, i, 2]) * ez
+        if kind[c] == PLANE:                         # a plane has no box: its world normal instead
+            for i in range(3):
+                extent[c, i] = rot1[c, i, 0] * params[c, 0] + rot1[c, i, 1] * params[c, 1] + rot1[c, i, 2] * params[c, 2]
     for c in range(k):
         turn = 0.0
         for i in range(3):
@@ -375,12 +394,13 @@ def _prepare(colliders, frames, a0, a1):
 
 
 @numba.njit(cache=True)
-def _near_colliders(cloth, margin, frames):
+def _near_colliders(cloth, kind, margin, frames):
     """Indices of the colliders whose bounding ball and whose box (``Frames.extent``), each grown by the contact
     reach (with ``CONTACT_SKIN``) and the collider's motion this substep, touch the box around the free particles'
-    substep paths; colliders without a bound (planes, meshes) always. A cape among a level's platforms meets one or
-    two of them: testing every particle against each measured 0.44 of the cape game's 1.3 ms frame. A flag beside
-    its pole is inside the pole's bounding ball (a 3 m capsule's is 1.5 m round) but clear of its box. Writes them to
+    substep paths; a plane when that box's corner deepest under it is within the reach (and its motion); a mesh
+    always. A cape among a level's platforms meets one or two of them: testing every particle against each measured
+    0.44 of the cape game's 1.3 ms frame. A flag beside its pole is inside the pole's bounding ball (a 3 m capsule's
+    is 1.5 m round) but clear of its box. kind (k,): ``Shapes.kind``. Writes them to
     frames.near (k,) and returns the view of the ones written. cloth: ``Particles``; margin (k,) [m]."""
     x_prev, x, inv_mass = cloth.x_prev, cloth.x, cloth.inv_mass
     pos1, bound, extent, motion, near = frames.pos1, frames.bound, frames.extent, frames.motion, frames.near
@@ -394,7 +414,14 @@ def _near_colliders(cloth, margin, frames):
         loz, hiz = min(loz, x[p, 2], x_prev[p, 2]), max(hiz, x[p, 2], x_prev[p, 2])
     count = 0
     for c in range(bound.shape[0]):
-        if bound[c] > 0.0:
+        if kind[c] == PLANE:                         # the box's corner deepest under the plane, within reach
+            nx, ny, nz = extent[c, 0], extent[c, 1], extent[c, 2]
+            low = (min(nx * (lox - pos1[c, 0]), nx * (hix - pos1[c, 0]))
+                   + min(ny * (loy - pos1[c, 1]), ny * (hiy - pos1[c, 1]))
+                   + min(nz * (loz - pos1[c, 2]), nz * (hiz - pos1[c, 2])))
+            if low > (cloth.thickness + margin[c]) * (1.0 + CONTACT_SKIN) + motion[c]:
+                continue
+        elif bound[c] > 0.0:
             gx = max(lox - pos1[c, 0], pos1[c, 0] - hix, 0.0)
             gy = max(loy - pos1[c, 1], pos1[c, 1] - hiy, 0.0)
             gz = max(loz - pos1[c, 2], pos1[c, 2] - hiz, 0.0)
@@ -884,12 +911,24 @@ def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_ma
             centre[a] += x[p, a]
     centre /= max(x.shape[0], 1)
     _prepare(col, f, a0, a1)
-    close = _near_colliders(cloth, col.margin, f)
+    close = _near_colliders(cloth, col.shapes.kind, col.margin, f)
     acc = f.acc
     acc[:] = 0.0
     for chunk in prange(CHUNKS):         # a prange body takes the held structs (shared.held)
         _collide_range(chunk, close, colliders, frames, cloth, inv_h)
     _reduce(acc, col.impulse, col.impulse_point)
+
+
+@numba.njit(cache=True)
+def _touches(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_prev, x, contact):
+    """Whether any collider is near the cloth this substep (``_near_colliders``; the arguments are the contact
+    kernel's). ``collide_environment`` calls the contact kernel only then: a cloth clear of every collider (a flag
+    blowing beside its pole, a tablecloth still falling toward the table) pays one pass over its particles for the
+    box, and a first launch compiles the contact kernels, the longest to compile, only once something is near."""
+    col, f = colliders.value, frames.value
+    _prepare(col, f, a0, a1)
+    cloth = Particles(x_prev, x, mass, inv_mass, thickness, friction, contact)
+    return _near_colliders(cloth, col.shapes.kind, col.margin, f).shape[0] > 0
 
 
 def _compiled(py_func, name: str, namespace: dict | None = None, **options) -> numba.core.registry.CPUDispatcher:
