@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.core.cpu import CPUTargetOptions
 
 from loom.components.cloth import HELD, STUCK
 from loom.engine.cold_kernels import pick, python_twin
@@ -60,6 +61,10 @@ across a table go link by link there: with every particle's own inverse mass, th
 along the table every substep, and the drape game's tablecloth crept off it (18 cm in 200 s; docs/models.md, "Creep
 on a table"). Solving the rest of such a yarn exactly instead (only the taut stretch link by link) held it as well but
 cost the 64² sphere drape's pass after the collisions a third more (430 → 585 µs)."""
+NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+"""numba's options for a kernel that allocates nothing: no reference counting (its private ``_nrt`` option, there
+since numba 0.4x; with a numba that drops it, the kernels compile with counting, slower, not wrong). A kernel whose
+per-entry helpers take arrays otherwise counts a reference to each array at every call (``solve_yarn_pair``)."""
 SCRATCH = 7
 """Scratch values per yarn entry: the direction of the link into it (3), then that link's row of the system after
 elimination: diagonal, right-hand side, and the off-diagonal with the previous link; and 1.0 if the link closes a
@@ -272,7 +277,7 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
                     resting_only, x, x_prev, link_lambda)
 
 
-@numba.njit(cache=True, error_model="numpy", _nrt=False)
+@numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
 def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
                     resting_only, x, x_prev, link_lambda):
     """``solve_yarn`` of yarns y0 and y1 (y1 < 0: y0 alone), which must share no particle (two yarns of one colour),
@@ -351,7 +356,7 @@ _SOLVE, _DONE, _LINKS = 0, 1, 2
 collisions), or its links one after another (taut between two fixed particles)."""
 
 
-@numba.njit(cache=True, error_model="numpy", _nrt=False)
+@numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
 def _rows(first, last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
           x, link_lambda):
     """The rows pass of the yarn at entries first … last (``solve_yarn``): each link's direction, diagonal,
