@@ -44,7 +44,8 @@ def test_importing_loom_makes_idle_openmp_threads_spin_briefly_then_sleep():
 
 
 def test_lazy_import_loom_applies_the_policy_before_the_first_app():
-    record = _fresh("import json, os, loom\nloom.App(threads=1)\nprint(json.dumps({'s': os.environ.get('GOMP_SPINCOUNT')}))")
+    record = _fresh("import json, os, loom\nloom.App(threads=1)\n"
+                    "print(json.dumps({'s': os.environ.get('GOMP_SPINCOUNT')}))")
     assert record == {"s": "10000"}
 
 

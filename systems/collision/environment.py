@@ -382,7 +382,8 @@ def _prepare(colliders, frames, a0, a1):
             extent[c, i] = abs(rot1[c, i, 0]) * ex + abs(rot1[c, i, 1]) * ey + abs(rot1[c, i, 2]) * ez
         if kind[c] == PLANE:                         # a plane has no box: its world normal instead
             for i in range(3):
-                extent[c, i] = rot1[c, i, 0] * params[c, 0] + rot1[c, i, 1] * params[c, 1] + rot1[c, i, 2] * params[c, 2]
+                extent[c, i] = (rot1[c, i, 0] * params[c, 0] + rot1[c, i, 1] * params[c, 1]
+                                + rot1[c, i, 2] * params[c, 2])
     for c in range(k):
         turn = 0.0
         for i in range(3):
