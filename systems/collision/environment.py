@@ -201,11 +201,12 @@ def collide_environment(app: App, h: float) -> None:
         m = cloth.material
         kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
         kernel = kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES]
-        if not _touches(scratch.colliders, scratch.frames, a0, a1, m.thickness, m.friction, cloth.mass,
-                        cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact) and _may_skip(kernel):
+        near = _touches(scratch.colliders, scratch.frames, a0, a1, m.thickness, m.friction, cloth.mass,
+                        cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact)
+        if near == 0 and _may_skip(kernel):
             cloth.contact.fill(0.0)                  # what the contact kernel writes for a particle touching nothing
             continue
-        kernel(scratch.colliders, scratch.frames, a0, a1, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
+        kernel(scratch.colliders, scratch.frames, near, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
                cloth.x_prev, cloth.x, cloth.contact)
 
 
@@ -888,14 +889,14 @@ def _reduce(acc, impulse, impulse_point):
                 impulse_point[c, a] += acc[chunk, c, 3 + a]
 
 
-def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_mass, x_prev, x, contact):
-    """Continuous collision, contact and friction of every free particle against every collider.
+def _collide(colliders, frames, near, inv_h, thickness, friction, mass, inv_mass, x_prev, x, contact):
+    """Continuous collision, contact and friction of every free particle against every collider near it.
 
-    colliders and frames: the held ``Colliders`` of the step and ``Frames`` (scratch); a0, a1 the
-    substep's start and end as fractions of the step; inv_h [1/s]; thickness [m] and friction [-] of
-    the cloth; mass, inv_mass (n,); x_prev, x (n, 3) [m]. Writes x, what each particle touched (contact (n, 4):
-    ``Particles.contact``) and accumulates the momentum given to each collider in colliders'
-    impulse (k, 3) [N·s] and impulse_point (k, 4).
+    colliders and frames: the held ``Colliders`` of the step and ``Frames`` (scratch), the substep's poses and its
+    first ``near`` entries of ``Frames.near`` written by ``_touches`` this substep (not computed again here);
+    inv_h [1/s]; thickness [m] and friction [-] of the cloth; mass, inv_mass (n,); x_prev, x (n, 3) [m]. Writes x,
+    what each particle touched (contact (n, 4): ``Particles.contact``) and accumulates the momentum given to each
+    collider in colliders' impulse (k, 3) [N·s] and impulse_point (k, 4).
 
     Particles are independent, so they are split into CHUNKS fixed ranges, each summing its own
     impulses, added up in range order afterwards: the same result whether the ranges run in turn or
@@ -911,8 +912,7 @@ def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_ma
         for a in range(3):
             centre[a] += x[p, a]
     centre /= max(x.shape[0], 1)
-    _prepare(col, f, a0, a1)
-    close = _near_colliders(cloth, col.shapes.kind, col.margin, f)
+    close = f.near[:near]
     acc = f.acc
     acc[:] = 0.0
     for chunk in prange(CHUNKS):         # a prange body takes the held structs (shared.held)
@@ -922,14 +922,16 @@ def _collide(colliders, frames, a0, a1, inv_h, thickness, friction, mass, inv_ma
 
 @numba.njit(cache=True)
 def _touches(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_prev, x, contact):
-    """Whether any collider is near the cloth this substep (``_near_colliders``; the arguments are the contact
-    kernel's). ``collide_environment`` calls the contact kernel only then: a cloth clear of every collider (a flag
-    blowing beside its pole, a tablecloth still falling toward the table) pays one pass over its particles for the
-    box, and a first launch compiles the contact kernels, the longest to compile, only once something is near."""
+    """How many colliders are near the cloth this substep (a0, a1: its start and end as fractions of the step; the
+    rest as the contact kernel takes them): the poses prepared (``_prepare``) and the near ones written to
+    ``Frames.near`` (``_near_colliders``), which the contact kernel then reads. ``collide_environment`` calls that
+    kernel only when there are any: a cloth clear of every collider (a flag blowing beside its pole, a tablecloth
+    still falling toward the table) pays one pass over its particles for the box, and a first launch compiles the
+    contact kernels, the longest to compile, only once something is near."""
     col, f = colliders.value, frames.value
     _prepare(col, f, a0, a1)
     cloth = Particles(x_prev, x, mass, inv_mass, thickness, friction, contact)
-    return _near_colliders(cloth, col.shapes.kind, col.margin, f).shape[0] > 0
+    return _near_colliders(cloth, col.shapes.kind, col.margin, f).shape[0]
 
 
 def _compiled(py_func, name: str, namespace: dict | None = None, **options) -> numba.core.registry.CPUDispatcher:
