@@ -44,7 +44,7 @@ from numba import prange
 from loom.components import Cloth, Collider, ColliderSet, Transform
 from loom.components.cloth import HELD, STUCK
 from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
-                                 Prism, Sphere, TriangleMesh, rotation_to_quaternion)
+                                 Prism, Sphere, TriangleMesh, quaternion_of)
 from loom.engine import App, cold_kernels
 from loom.systems.shared.held import hold
 from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
@@ -123,33 +123,35 @@ def gather_colliders(app: App, dt: float) -> None:
         margin[r] = collider.thickness
         friction[r] = collider.friction
         two_way[r] = collider.two_way
-        rotation_to_quaternion(transform.rotation, pose1[r, :4])
-        pose1[r, 4:] = transform.position
+        q = quaternion_of(transform.rotation)
         if previous is not None:
             before = previous.get(entity)
-            pose0[r] = pose1[r] if before is None else before
-        if pose0[r, :4] @ pose1[r, :4] < 0.0:                     # shortest arc for the nlerp
-            pose1[r, :4] *= -1.0
-        mesh[r] = -1
-        params[r] = 0.0
-        if isinstance(shape, Plane):
-            kind[r], params[r, :3] = PLANE, shape.normal
+            pose0[r] = (*q, *transform.position) if before is None else before
+        w, x, y, z = pose0[r, :4].tolist()
+        if w * q[0] + x * q[1] + y * q[2] + z * q[3] < 0.0:      # shortest arc for the nlerp
+            q = (-q[0], -q[1], -q[2], -q[3])
+        pose1[r, :4] = q
+        pose1[r, 4:] = transform.position
+        code, row, mesh_row = BOX, (0.0, 0.0, 0.0, 0.0), -1
+        if isinstance(shape, Box):
+            row = (*shape.half_extents.tolist(), 0.0)
+        elif isinstance(shape, Plane):
+            code, row = PLANE, (*shape.normal.tolist(), 0.0)
         elif isinstance(shape, Sphere):
-            kind[r], params[r, 0] = SPHERE, shape.radius
+            code, row = SPHERE, (shape.radius, 0.0, 0.0, 0.0)
         elif isinstance(shape, Capsule):
-            kind[r], params[r, 0], params[r, 1] = CAPSULE, shape.radius, shape.half_length
+            code, row = CAPSULE, (shape.radius, shape.half_length, 0.0, 0.0)
         elif isinstance(shape, Cylinder):
-            kind[r], params[r, 0], params[r, 1] = CYLINDER, shape.radius, shape.half_height
-        elif isinstance(shape, Box):
-            kind[r], params[r, :3] = BOX, shape.half_extents
+            code, row = CYLINDER, (shape.radius, shape.half_height, 0.0, 0.0)
         elif isinstance(shape, Prism):
-            kind[r] = PRISM
-            params[r, :3] = shape.half_depth, poly_rows, shape.polygon.shape[0]
+            code, row = PRISM, (shape.half_depth, poly_rows, shape.polygon.shape[0], 0.0)
             polygons.append(shape.polygon)
             poly_rows += shape.polygon.shape[0]
         else:
-            kind[r], mesh[r] = MESH, len(meshes)
+            code, mesh_row = MESH, len(meshes)
             meshes.append(shape)
+        kind[r], mesh[r] = code, mesh_row
+        params[r] = row
     packed.entities, packed.kind, packed.params, packed.margin, packed.friction = entities, kind, params, margin, \
         friction
     packed.pose0, packed.pose1, packed.mesh, packed.two_way = pose0, pose1, mesh, two_way
@@ -164,11 +166,17 @@ def gather_colliders(app: App, dt: float) -> None:
     else:
         packed.impulse = np.zeros((k, 3))
         packed.impulse_point = np.zeros((k, 4))
-    shapes = Shapes(kind, params, packed.polygons, mesh, *packed.mesh_arrays)
     scratch = app.init_resource(ContactScratch)
-    scratch.colliders = hold(Colliders(shapes, margin, friction, pose0, pose1, packed.impulse, packed.impulse_point,
-                                       two_way))
-    scratch.basic_only = not bool(np.any((kind == PRISM) | (kind == MESH)))
+    arrays = (kind, params, packed.polygons, mesh, *packed.mesh_arrays, margin, friction, pose0, pose1, packed.impulse,
+              packed.impulse_point, two_way)
+    key = tuple(map(id, arrays))                 # a steady step: the last two steps' arrays, start and end poses swapped
+    held = scratch.held.get(key)
+    if held is None:                             # (a held struct keeps its arrays alive, so their ids stay theirs)
+        if len(scratch.held) > 1:
+            scratch.held.clear()
+        held = scratch.held[key] = hold(Colliders(Shapes(*arrays[:9]), *arrays[9:]))
+    scratch.colliders = held
+    scratch.basic_only = not polygons and not meshes
 
 
 def _report_new_contacts(app: App, packed: ColliderSet) -> None:
@@ -217,8 +225,16 @@ def _may_skip(kernel: Any) -> bool:
     unloaded: loading it takes 10 ms (the cape's contact tree), better in the first frame than at the first contact
     in the middle of play. Never under ``--precompile`` or the kernel lists' recorder (``cold_kernels.ENABLED``
     False), so the cache and the lists hold it."""
+    if kernel in _LOADED:
+        return cold_kernels.ENABLED
     loaded = bool(getattr(kernel, "signatures", True))           # (a plain function in a test: loaded)
+    if loaded:
+        _LOADED.add(kernel)                                      # (``signatures`` costs 3 µs a call: once)
     return cold_kernels.ENABLED and (loaded or not cold_kernels.cached(kernel))
+
+
+_LOADED: set[Any] = set()
+"""The contact kernels ``_may_skip`` found loaded: a loaded kernel stays loaded."""
 
 
 class Colliders(NamedTuple):
@@ -307,6 +323,9 @@ class ContactScratch:
         """The held ``Frames``."""
         self.colliders = None
         """The held ``Colliders`` of this step (``gather_colliders``)."""
+        self.held: dict[tuple[int, ...], Any] = {}
+        """The held ``Colliders`` of the last steps by their arrays' ids: holding costs 10 µs, and a steady step
+        reuses the arrays of the step before the last (``gather_colliders`` swaps the start and end poses)."""
         self.basic_only = False
         """Whether this step's colliders are all basic shapes (no prism, no mesh): the contact kernels compiled
         without prism and mesh code then run (``_COLLIDE_BASIC``)."""

@@ -204,6 +204,11 @@ class DeformationLimit:
         self.unmet = 0
         self.relaxed = np.zeros(1, np.bool_)
         """Whether ``link_scale`` holds relaxed factors from the last call, (1,)."""
+        self.limited = False
+        """Whether the last call corrected a link: then the next goes straight to ``_limit_substep`` (a cloth
+        over its limit in one substep mostly is in the next: the flag game's flag in every substep), whose own
+        first pass checks every link, instead of checking every link twice. With none over it changes nothing
+        there either: within their bounds, the links keep each particle within its anchors' reach."""
         self._hold()
 
     def apply(self, max_passes: int, inv_mass: np.ndarray, x: np.ndarray, contact: np.ndarray = _NO_CONTACT) -> bool:
@@ -233,7 +238,7 @@ class DeformationLimit:
         self.passes, self.over, self.excess, self.stretch = 0.0, 0, 0.0, 1.0
         if c == 0:
             return True
-        if pick(_count_over, x.shape[0])(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
+        if not self.limited and pick(_count_over, x.shape[0])(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
             self.passes = 1.0                            # every link checked once, none over: nothing to do
             if pick(_anchors_changed, x.shape[0])(inv_mass, self.anchor_mask):
                 self._find_reach()                       # but new anchors are found now, not in a later frame
@@ -241,6 +246,7 @@ class DeformationLimit:
         budget = min(max_passes, INFEASIBLE_PASSES)
         changed, visits, over, excess, stretch = _limit_substep(self.held, max_passes * c, budget * c, inv_mass, x,
                                                                 contact)
+        self.limited = visits > c or stretch > 1.0       # some link was over: likely again next substep
         if changed:                                      # a pin or grab came or went: new anchors, then the limit
             self._find_reach()
             changed, visits, over, excess, stretch = _limit_substep(self.held, max_passes * c, budget * c, inv_mass,
