@@ -39,11 +39,13 @@ the stretch limit do not move it (its two colliders' normals do not fit in one c
 pulled it back under the other: a particle squeezed out from under a box ended 1.5 mm inside it)."""
 STUCK = 3.0
 """``Cloth.contact`` column 3 of a particle resting on a collider (``loom.systems.collision.environment.RESTING``)
-that static friction held this substep (its slip within Coulomb's cone): after the collisions the yarns leave it
-where friction put it, as they leave a ``HELD`` one; the next substep's solve slides it along the surface like any
-resting particle, and the stretch limit may slide it (a limit is hard, friction gives way). Without it the pass
-after the collisions slid resting particles along the surface with no friction at all: the drape's tablecloth,
-pulled by its skirt, crept across the table and fell off it in 5 s (issue 17)."""
+that static friction held this substep (its slip within Coulomb's cone): after the collisions the yarns hold it
+where friction put it against a pull up to the static friction its contact left unused (``Cloth.contact`` column 4)
+and slide it by the excess of a larger one; the next substep's solve slides it along the surface like any resting
+particle, and the stretch limit may slide it (a limit is hard, friction gives way). Without it the pass after the
+collisions slid resting particles along the surface with no friction at all: the drape's tablecloth, pulled by its
+skirt, crept across the table and fell off it in 5 s (issue 17); held against any pull (stops 33–35), a cloth
+stretched where friction held it stayed stretched and shook beside the drape game's ball at n = 128 (stop 36)."""
 
 
 @dataclass(eq=False)
@@ -157,7 +159,9 @@ class Cloth(Revisioned):
     −1.0 and no normal if it touched only two-way bodies (``Collider.two_way``: they give way, and the contact's push
     back is their impulse); 2.0 and no normal if the particle was squeezed out of a pinch; 3.0 if it rests and
     static friction held it; all zero where it touched nothing; column 4: how far [m] the substep's solve would
-    have moved it into the surface it rests on (the surface took that push: friction's budget in the collisions).
+    have moved it into the surface it rests on (the surface took that push: friction's budget in the collisions),
+    then, after the collisions, minus the static friction a ``STUCK`` particle has left [m] (μ·N less its slip: how
+    far the yarns' pass after the collisions may pull it before it slides; that pass sets the column back to 0).
     Written by environment collision. XPBD's yarn solve and stretch limit let such a particle slide along the
     surface but not into it: right after the collisions, and in the next substep's solve for a collider at rest
     (a moving one may have left), so a yarn pulled over a table's rim is not pulled into the rim by the solve and

@@ -89,6 +89,23 @@ def test_a_64_sheet_draped_on_a_ball_or_a_table_stays_within_3_percent_and_rests
     assert result["inside"] <= 1e-4, f"{scene}: a particle {result['inside'] * 1000:.2f} mm inside a collider"
 
 
+def test_the_drape_games_tablecloth_comes_to_rest_within_1_5_percent_at_its_own_step():
+    """The drape game as a player gets it (n = 48, 8 substeps, round table, ball, self-collision): from 8 s, when it
+    has settled, no stretch link over 1.5 % for the next second (measured 0.77 %). Until stop 36 friction held a
+    particle after the collisions against any pull, and links the drop left stretched between friction-held
+    particles stayed so: 1.77 % for as long as it lay there (docs/models.md, "Friction after the collisions")."""
+    from loom.games import drape
+    app = App(dt=drape.DT, substeps=drape.SUBSTEPS, threads=1).add_plugin(DefaultPlugins)
+    cloth = drape.build_scene(app, n=48)
+    app.step(8 * 60)
+    worst = 0.0
+    for _ in range(60):
+        app.step(1)
+        worst = max(worst, float(cloth.strain(STRETCH).max()))
+    app.close()
+    assert worst <= 0.015, f"{worst:.2%} at rest"
+
+
 def test_a_pinned_sheet_pushed_by_a_ball_stays_within_2_percent():
     """The sheet benchmark's sheet (a bare ClothMaterial: no stretch limit, tethers from the pinned corners), a
     0.25 m ball pushed 0.15 m into it: the solve alone keeps it within 2 % (measured 0.6 %; 2.9 % before yarns)."""

@@ -84,6 +84,28 @@ def test_particle_sticks_on_slope_below_its_friction_angle(make_app):
     assert np.linalg.norm(cloth.x[0] - start) < 1e-9, "static friction should hold the particle"
 
 
+def test_a_particle_friction_holds_keeps_the_static_friction_it_did_not_use_for_the_pass_after_the_collisions(make_app):
+    """On a 20° slope (μ = 0.5) each substep of h presses the resting particle g·cosθ·h² into the surface and pulls it
+    g·sinθ·h² along it: static friction holds it (``STUCK``) with μ·g·cosθ·h² − g·sinθ·h² of its budget unused,
+    which the contact leaves in ``Cloth.contact`` column 4 (negative) for the yarns' pass after the collisions
+    (docs/physics.md, "Friction with yarns"): how hard that pass may pull the particle before it slides."""
+    from loom.components.cloth import STUCK
+    from loom.engine import Stage
+    app = make_app()
+    theta = math.radians(20.0)
+    normal = slope(app, theta, friction=0.5)
+    cloth = particle(app, normal * 0.01, friction=0.5)
+    seen = []
+    app.add_system(lambda app, h: seen.append(cloth.contact[0].copy()), Stage.SUBSTEP, after="collide_environment",
+                   before="settle_yarns", name="peek")
+    app.step(10)
+    h = app.clock.h
+    left = 9.81 * (0.5 * math.cos(theta) - math.sin(theta)) * h * h
+    assert all(c[3] == STUCK for c in seen[1:])
+    assert all(-c[4] == pytest.approx(left, rel=1e-9) for c in seen[1:]), [c[4] for c in seen[:3]]
+    assert cloth.contact[0, 4] == 0.0                            # spent by that pass: the next solve starts at 0
+
+
 def test_collider_rejects_bad_shapes_and_values():
     with pytest.raises(ValueError, match=r"Sphere\.radius = -1\.0"):
         Sphere(-1.0)

@@ -17,7 +17,8 @@ nlerp) to the substep's start and end, and for every free particle, in the colli
    μ = √(μ_cloth·μ_collider), N the normal push the surface gave this substep: the contact's depth
    plus what the XPBD solve would have moved the particle into a surface it rests on (its yarns keep
    it on the surface: ``Cloth.contact`` column 4). A particle resting on a moving platform therefore
-   rides along; one static friction held is ``STUCK`` for the pass after the collisions.
+   rides along; one static friction held is ``STUCK`` for the pass after the collisions, with the friction it did not
+   use (μ·N less its slip [m], column 4, negative): how hard that pass may pull it before it slides.
 4. pinching: a particle pushed out of one collider into another whose surface faces the other way
    (normals more than 120° apart: a hero's feet landing on cape lying on the floor) cannot satisfy
    both by pushing along their normals — each substep one pushes it back into the other. It is put on
@@ -485,7 +486,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     mine = f.mine[chunk]
     contact = cloth.contact
     for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
-        pressed = contact[p, 4]            # the normal push its surface took in the solve [m]: friction's too
+        pressed = max(contact[p, 4], 0.0)  # the normal push its surface took in the solve [m]: friction's too
         contact[p, 0] = contact[p, 1] = contact[p, 2] = contact[p, 3] = contact[p, 4] = 0.0
         if inv_mass[p] == 0.0:
             continue
@@ -582,9 +583,9 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             tx, ty, tz = dx - nx * along, dy - ny * along, dz - nz * along
             slip = math.sqrt(tx * tx + ty * ty + tz * tz)
             stuck = True                             # static friction holds it (or it did not slip)
+            mu = math.sqrt(cloth.friction * friction[c])
+            budget = mu * (max(push, 0.0) + pressed)
             if slip > 1e-15:
-                mu = math.sqrt(cloth.friction * friction[c])
-                budget = mu * (max(push, 0.0) + pressed)
                 stuck = slip <= budget
                 cf = 1.0 if stuck else budget / slip
                 wx -= cf * tx
@@ -606,6 +607,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 contact[p, 0], contact[p, 1], contact[p, 2] = nx, ny, nz
                 resting = still
                 contact[p, 3] = (STUCK if stuck else 1.0) if resting else 0.0
+                contact[p, 4] = -(budget - slip) if stuck and resting else 0.0   # static friction left [m], < 0
             elif contact[p, 3] == 0.0:   # a two-way body: no normal (it gives way), −1
                 contact[p, 3] = -1.0
             maybe = False                # _facing's test on cheap bounds first

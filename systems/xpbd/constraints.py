@@ -557,14 +557,17 @@ def _sweep_yarns(inv_h2, arrays, resting_only):
 @numba.njit(cache=True, error_model="numpy")
 def _yarns_serial(inv_h2, held):
     """``_sweep_yarns`` of the held ``ConstraintArrays`` on the calling thread, after the collisions (``settle_yarns``:
-    every contact of this substep holds its particle)."""
+    every contact of this substep holds its particle, friction as far as it can); then ``Cloth.contact`` column 4 (the
+    static friction the contacts left) back to 0, where the next substep's solve counts its push into surfaces."""
     _sweep_yarns(inv_h2, held.value, False)
+    held.value.contact[:, 4] = 0.0
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _yarns_parallel(inv_h2, held):
     """``_yarns_serial`` with each colour's yarns split over the threads (the same result, bit for bit)."""
     _sweep_yarns(inv_h2, held.value, False)
+    held.value.contact[:, 4] = 0.0
 
 
 @numba.njit(cache=True, parallel=True)

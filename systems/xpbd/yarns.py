@@ -55,12 +55,11 @@ TAUT = 0.999
 """A stretch of yarn between two fixed particles whose ends are at least this fraction of its rest length apart [-]
 cannot reach its rest length: no solve has an answer, and the exact one jerks its particles sideways each pass (the
 sandbox's hands pulling the hem apart: 60–80 m/s). Such a yarn is projected link by link that pass, as plain sweeps
-do, which spread the stretch calmly, each particle with its mobility in the pass. After the collisions a particle static
-friction holds (``STUCK``) is fixed too, and a flat cloth on a table is taut between any two of them, so most yarns
-across a table go link by link there: with every particle's own inverse mass, that slid the friction-held particles
-along the table every substep, and the drape game's tablecloth crept off it (18 cm in 200 s; docs/models.md, "Creep
-on a table"). Solving the rest of such a yarn exactly instead (only the taut stretch link by link) held it as well but
-cost the 64² sphere drape's pass after the collisions a third more (430 → 585 µs)."""
+do, which spread the stretch calmly, each particle with its mobility in the pass. After the collisions the fixed
+particles are the pinned, grabbed and squeezed-out ones (``HELD``); one static friction holds (``STUCK``) moves in the
+solve and is then held back by the friction its contact left (``_held_back``). Stops 34–35 fixed it too: a flat cloth
+on a table was then taut between any two such particles and most yarns across a table went link by link, and where the
+drop left a cloth stretched between them it stayed so (docs/models.md, "Friction after the collisions")."""
 NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 """numba's options for a kernel that allocates nothing: no reference counting (its private ``_nrt`` option, there
 since numba 0.4x; with a numba that drops it, the kernels compile with counting, slower, not wrong). A kernel whose
@@ -472,10 +471,28 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
         room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
         sink = max(wb * along, -max(room, 0.0))          # start), the surface takes the rest (friction)
         contact[b, 4] -= wb * along - sink
-    x[b, 0] += wb * (gx - cx * along) + cx * sink
-    x[b, 1] += wb * (gy - cy * along) + cy * sink
-    x[b, 2] += wb * (gz - cz * along) + cz * sink
+    mx = wb * (gx - cx * along) + cx * sink
+    my = wb * (gy - cy * along) + cy * sink
+    mz = wb * (gz - cz * along) + cz * sink
+    f = _held_back(contact, b, resting_only, stuck, mx, my, mz)
+    x[b, 0] += f * mx
+    x[b, 1] += f * my
+    x[b, 2] += f * mz
     return dlam, ox, oy, oz
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _held_back(contact, p, resting_only, stuck, mx, my, mz):
+    """The share [-] of a move (mx, my, mz) [m] the yarns ask of particle p after the collisions: the static friction
+    its contact left unused (``Cloth.contact`` column 4, negative: μ·N less its slip [m]) holds a ``STUCK`` particle
+    against a pull it can bear (0) and takes that much off a larger one (1 − left/|move|: it slides, kinetic); 1 for
+    any other particle, and for all of a yarn that holds one squeezed out of a pinch (``stuck`` False). Coulomb's law
+    in position form once more, on the pull of the pass after the collisions: the particle's own neighbours on the
+    yarn move as if it moved (their moves come from the multipliers), so a held particle leaves its links that much
+    long, as friction does."""
+    left = -contact[p, 4] if (stuck and not resting_only and contact[p, 3] == STUCK) else 0.0
+    m = math.sqrt(mx * mx + my * my + mz * mz)
+    return 1.0 if left <= 0.0 else (0.0 if m <= left else 1.0 - left / m)
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -499,21 +516,23 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
         dlam = (link_rest[k] - length - alpha * link_lambda[k]) / (wa + wb + alpha)
         link_lambda[k] += dlam
         s = dlam / length
-        x[a, 0] -= wa * s * dx
-        x[a, 1] -= wa * s * dy
-        x[a, 2] -= wa * s * dz
-        x[b, 0] += wb * s * dx
-        x[b, 1] += wb * s * dy
-        x[b, 2] += wb * s * dz
+        fa = _held_back(contact, a, resting_only, stuck, wa * s * dx, wa * s * dy, wa * s * dz)
+        fb = _held_back(contact, b, resting_only, stuck, wb * s * dx, wb * s * dy, wb * s * dz)
+        x[a, 0] -= fa * wa * s * dx
+        x[a, 1] -= fa * wa * s * dy
+        x[a, 2] -= fa * wa * s * dz
+        x[b, 0] += fb * wb * s * dx
+        x[b, 1] += fb * wb * s * dy
+        x[b, 2] += fb * wb * s * dz
 
 
 @numba.njit(inline="always")
 def _mobility(inv_mass, contact, p, resting_only, stuck):
     """Particle p's inverse mass in the solve [1/kg]: 0 after the collisions (not ``resting_only``) for a particle
-    squeezed out of a pinch this substep or held by static friction (``Cloth.contact`` column 3 ``HELD`` or
-    ``STUCK``: it stays where the contacts put it)."""
+    squeezed out of a pinch this substep (``Cloth.contact`` column 3 ``HELD``: it stays where the contacts put it).
+    One static friction holds (``STUCK``) keeps its own: friction holds its move back afterwards (``_held_back``)."""
     kind = contact[p, 3]
-    held = (not resting_only) and (kind == HELD or (stuck and kind == STUCK))
+    held = (not resting_only) and kind == HELD
     return 0.0 if held else inv_mass[p]                 # a select, not a branch (``_normal``)
 
 
