@@ -219,8 +219,8 @@ def control_hero(app: App, dt: float) -> None:
 def _grounded(body: pymunk.Body) -> bool:
     """True if the body rests on something below it (a contact whose normal points up)."""
     normals: list[float] = []
-    body.each_arbiter(lambda arbiter: normals.append(arbiter.contact_point_set.normal.y))
-    return any(abs(n) > 0.7 for n in normals)
+    body.each_arbiter(lambda arbiter: normals.append(arbiter.normal.y))    # the contact normal (half the cost of
+    return any(abs(n) > 0.7 for n in normals)                              # building its contact point set)
 
 
 def cape_report(app: App) -> dict:
