@@ -360,11 +360,11 @@ def _rows(first, last, particles, links, scratch, link_rest, link_compliance, in
           x, link_lambda):
     """The rows pass of the yarn at entries first … last (``solve_yarn``): each link's direction, diagonal,
     right-hand side and off-diagonal into ``scratch``; returns (``_SOLVE``, ``_DONE`` or ``_LINKS``, whether friction
-    holds its particles after the collisions (``_mobility``'s ``stuck``))."""
+    holds its particles after the collisions (``_held_back``'s ``stuck``))."""
     if last <= first:
         return _DONE, False
     one = np.uint64(1)
-    stuck = not resting_only                    # friction holds its particles (``_mobility``) unless the yarn
+    stuck = not resting_only                    # friction holds its particles (``_held_back``) unless the yarn
     if stuck:                                   # has one squeezed out of a pinch
         for e in range(first, last + one):
             if contact[np.uint64(particles[e]), 3] == HELD:
@@ -373,7 +373,7 @@ def _rows(first, last, particles, links, scratch, link_rest, link_compliance, in
     a = np.uint64(particles[first])
     ax, ay, az = x[a, 0], x[a, 1], x[a, 2]
     cx, cy, cz = _normal(contact, a, resting_only)
-    wa = _mobility(inv_mass, contact, a, resting_only, stuck)
+    wa = _mobility(inv_mass, contact, a, resting_only)
     anchored = wa == 0.0                        # this stretch of yarn started at a fixed particle
     sx, sy, sz, spanned = ax, ay, az, 0.0       # where it started, and its rest length so far [m]
     link_by_link = False                        # taut between two anchors (below)
@@ -384,7 +384,7 @@ def _rows(first, last, particles, links, scratch, link_rest, link_compliance, in
         k = np.uint64(links[e])
         bx, by, bz = x[b, 0], x[b, 1], x[b, 2]
         qx, qy, qz = _normal(contact, b, resting_only)
-        wb = _mobility(inv_mass, contact, b, resting_only, stuck)
+        wb = _mobility(inv_mass, contact, b, resting_only)
         if contact[b, 3] < 0.0:
             two_way = True
         dx = bx - ax
@@ -460,7 +460,7 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
         gy += oy * dlam
         gz += oz * dlam
     b = np.uint64(particles[e])
-    wb = _mobility(inv_mass, contact, b, resting_only, stuck)
+    wb = _mobility(inv_mass, contact, b, resting_only)
     cx, cy, cz = _normal(contact, b, resting_only)
     along = gx * cx + gy * cy + gz * cz
     sink = 0.0                                           # its move into the surface [m], ≤ 0
@@ -499,13 +499,14 @@ def _held_back(contact, p, resting_only, stuck, mx, my, mz):
 def _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
                    stuck, x, link_lambda):
     """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does), each
-    particle with its mobility in this solve (``_mobility``: after the collisions, one friction holds stays put)."""
+    particle with its mobility in this solve (``_mobility``) and, after the collisions, one friction holds held back
+    by the friction it has left (``_held_back``)."""
     for e in range(first + np.uint64(1), last + np.uint64(1)):
         a = np.uint64(particles[e - np.uint64(1)])
         b = np.uint64(particles[e])
         k = np.uint64(links[e])
-        wa = _mobility(inv_mass, contact, a, resting_only, stuck)
-        wb = _mobility(inv_mass, contact, b, resting_only, stuck)
+        wa = _mobility(inv_mass, contact, a, resting_only)
+        wb = _mobility(inv_mass, contact, b, resting_only)
         dx = x[b, 0] - x[a, 0]
         dy = x[b, 1] - x[a, 1]
         dz = x[b, 2] - x[a, 2]
@@ -527,7 +528,7 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
 
 
 @numba.njit(inline="always")
-def _mobility(inv_mass, contact, p, resting_only, stuck):
+def _mobility(inv_mass, contact, p, resting_only):
     """Particle p's inverse mass in the solve [1/kg]: 0 after the collisions (not ``resting_only``) for a particle
     squeezed out of a pinch this substep (``Cloth.contact`` column 3 ``HELD``: it stays where the contacts put it).
     One static friction holds (``STUCK``) keeps its own: friction holds its move back afterwards (``_held_back``)."""
