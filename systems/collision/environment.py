@@ -61,9 +61,9 @@ PINCH_COSINE = -0.5
 """Two colliders pinch a particle when their outward normals there have a cosine below this (> 120°)."""
 PINCH_SLIDE = 0.03
 """Farthest a pinched particle slides out in one substep beyond where it started it [m]: the cloth follows
-within a frame or two (8 substeps: 0.24 m a frame, a hero's half width) instead of being torn across the
-body in one jump (tests/test_pinching.py, the cape under a landing hero's feet: worst stretch 736 % slid
-out at once, under 120 % at 0.03 m, as the landing alone)."""
+within a frame or two (the cape game's 7 substeps: 0.21 m a frame, about a hero's half width) instead of being
+torn across the body in one jump (tests/test_pinching.py, the cape under a landing hero's feet: worst stretch
+736 % slid out at once, under 120 % at 0.03 m, as the landing alone)."""
 PINCH_SIDE = -0.5
 """A particle at the foot of a body's side face is pinched when the way out (``_exit``) has a cosine of at
 least this with the face's normal: it leaves by that face or along it (not into it)."""
@@ -170,7 +170,7 @@ def gather_colliders(app: App, dt: float) -> None:
     scratch = app.init_resource(ContactScratch)
     arrays = (kind, params, packed.polygons, mesh, *packed.mesh_arrays, margin, friction, pose0, pose1, packed.impulse,
               packed.impulse_point, two_way)
-    key = tuple(map(id, arrays))                 # a steady step: the last two steps' arrays, start and end poses swapped
+    key = tuple(map(id, arrays))                 # a steady step: the last two steps' arrays, the poses swapped
     held = scratch.held.get(key)
     if held is None:                             # (a held struct keeps its arrays alive, so their ids stay theirs)
         if len(scratch.held) > 1:
