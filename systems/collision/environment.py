@@ -47,7 +47,7 @@ from loom.components.cloth import HELD, STUCK
 from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
                                  Prism, Sphere, TriangleMesh, quaternion_of)
 from loom.engine import App, cold_kernels
-from loom.systems.shared.held import hold
+from loom.systems.shared.held import HeldByArrays, hold
 from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
 
 CCD_STEPS = 24
@@ -169,14 +169,8 @@ def gather_colliders(app: App, dt: float) -> None:
         packed.impulse_point = np.zeros((k, 4))
     scratch = app.init_resource(ContactScratch)
     arrays = (kind, params, packed.polygons, mesh, *packed.mesh_arrays, margin, friction, pose0, pose1, packed.impulse,
-              packed.impulse_point, two_way)
-    key = tuple(map(id, arrays))                 # a steady step: the last two steps' arrays, the poses swapped
-    held = scratch.held.get(key)
-    if held is None:                             # (a held struct keeps its arrays alive, so their ids stay theirs)
-        if len(scratch.held) > 1:
-            scratch.held.clear()
-        held = scratch.held[key] = hold(Colliders(Shapes(*arrays[:9]), *arrays[9:]))
-    scratch.colliders = held
+              packed.impulse_point, two_way)             # a steady step: the last two steps' arrays, the poses swapped
+    scratch.colliders = scratch.held.get(arrays, lambda: Colliders(Shapes(*arrays[:9]), *arrays[9:]))
     scratch.basic_only = not polygons and not meshes
 
 
@@ -324,9 +318,9 @@ class ContactScratch:
         """The held ``Frames``."""
         self.colliders = None
         """The held ``Colliders`` of this step (``gather_colliders``)."""
-        self.held: dict[tuple[int, ...], Any] = {}
-        """The held ``Colliders`` of the last steps by their arrays' ids: holding costs 10 µs, and a steady step
-        reuses the arrays of the step before the last (``gather_colliders`` swaps the start and end poses)."""
+        self.held = HeldByArrays()
+        """The held ``Colliders`` of the last two steps: a steady step reuses the arrays of the step before the last
+        (``gather_colliders`` swaps the start and end poses)."""
         self.basic_only = False
         """Whether this step's colliders are all basic shapes (no prism, no mesh): the contact kernels compiled
         without prism and mesh code then run (``_COLLIDE_BASIC``)."""

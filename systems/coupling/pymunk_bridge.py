@@ -53,7 +53,7 @@ import pymunk
 from loom.components import Box, Capsule, Collider, ColliderSet, PixelSpace, Prism, Transform
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.engine import App
-from loom.systems.shared.held import hold
+from loom.systems.shared.held import HeldByArrays, hold
 
 _Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # local y → world z (capsule axis)
 
@@ -242,7 +242,7 @@ class Coupling:
         """The held ``Packed`` of this step."""
         self.state = np.zeros((0, MOVED + 1))
         self._arrays: CouplingArrays | None = None
-        self._packed: dict[tuple[int, ...], object] = {}
+        self._packed = HeldByArrays()                  # the two alternating ``Packed`` (its docstring)
         self._rows_of: tuple[object, dict[int, int]] = (None, {})
 
     def begin(self, app: App, packed: ColliderSet) -> bool:
@@ -284,13 +284,8 @@ class Coupling:
         arrays.rows[:len(rows)] = rows
         arrays.given[:bodies * GIVEN] = given
         self.state = arrays.state[:bodies]
-        key = (id(packed.impulse), id(packed.impulse_point), id(packed.pose0), id(packed.pose1))
-        self.packed = self._packed.get(key)
-        if self.packed is None:                   # held arrays stay alive, so their ids are not reused
-            if len(self._packed) >= 2:
-                self._packed.clear()
-            self.packed = self._packed[key] = hold(Packed(packed.impulse, packed.impulse_point, packed.pose0,
-                                                          packed.pose1))
+        arrays = (packed.impulse, packed.impulse_point, packed.pose0, packed.pose1)
+        self.packed = self._packed.get(arrays, lambda: Packed(*arrays))
         _begin_rows(self.held, self.packed, bodies, len(rows))
         return True
 

@@ -567,7 +567,8 @@ def _yarns_serial(inv_h2, held):
 def _yarns_parallel(inv_h2, held):
     """``_yarns_serial`` with each colour's yarns split over the threads (the same result, bit for bit)."""
     _sweep_yarns(inv_h2, held.value, False)
-    held.value.contact[:, 4] = 0.0
+    held.value.contact[:, 4] = 0.0      # here, not in the inlined ``_sweep_yarns``: there the parallel kernel's
+    #                                     result came to depend on the thread count (a 64² drape, 1 against 2 threads)
 
 
 @numba.njit(cache=True, parallel=True)
