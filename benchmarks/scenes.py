@@ -11,6 +11,11 @@ cores, on threads that keep running after the draw call returns, and slowed the 
 frame (cape 0.96 → 1.07 ms); a laptop's GPU does not. ``--no-render`` skips it.
 One JSON line per scene; ``--profile`` also prints a per-system table to stderr.
 
+The machine's speed: ``yardstick_ms`` is the mean of two measurements of a fixed piece of work (``yardstick``:
+one step of the plain reference kernel on a 32² sheet), one before the scene is built and one after its timed
+frames, and ``sim_per_yardstick`` the scene's median frame over it: a cloud VM runs in phases 10–20 % apart,
+and that ratio compares runs made in different phases.
+
 Threads: by default each scene runs on the App's default thread count, what a player gets
 (``loom.engine.threads``); ``--threads N`` sets it. ``--load N`` keeps N other processes spinning for the
 whole run (default with no N: one per core but one — the other cores kept busy, as on a player's
@@ -35,6 +40,7 @@ import numpy as np
 
 from loom.components import Cloth, Pin, Wind
 from loom.engine import App, Stage, mesh, threads as thread_policy
+from loom.benchmarks import yardstick
 from loom.benchmarks.stretch import StretchMeter
 from loom.systems import DefaultPlugins
 
@@ -132,6 +138,7 @@ def run(name: str, *, frames: int, threads: int | None = None, profile: bool = F
 
 def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: bool) -> dict:
     substeps, build = _scene(name)
+    yardstick_before = yardstick.measure()
     app = App(dt=1 / 60, substeps=substeps, threads=threads)
     app.add_plugin(DefaultPlugins)
     renderer = None
@@ -150,6 +157,7 @@ def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: 
         app.step(1)
         times[f] = time.perf_counter() - t0
         stretch.sample(app)                              # outside the timer
+    machine = 0.5 * (yardstick_before + yardstick.measure())
     app.profiling = True                                 # 2: the per-system breakdown
     profiled = max(frames // 5, 1)
     app.step(profiled)
@@ -186,6 +194,8 @@ def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: 
         "thread_trials": 0 if app.tuner is None else app.tuner.trials,
         "sim_ms_median": round(1000 * float(np.median(times)), 3),
         "sim_ms_p99": round(1000 * float(np.percentile(times, 99)), 3),
+        "yardstick_ms": round(machine, 3),
+        "sim_per_yardstick": round(1000 * float(np.median(times)) / machine, 4),
         **stretch.record(),
         "ms_per_frame": breakdown,
         **({"render_ms_median": round(1000 * float(np.median(drawn)), 3)} if renderer is not None else {}),

@@ -28,6 +28,9 @@ collisions leave, after the second pass of the yarns and before the stretch limi
 what the solver does and what the limit catches. The summary line names the cheapest setting with worst strain ≤ 2 %
 both after the limit (``cheapest_2pct``) and before it (``cheapest_2pct_before_limit``).
 
+``yardstick_ms``: the machine's speed around each run (``benchmarks/yardstick.py``, as in the scenes benchmark):
+compare ``ms_per_step`` across runs made on a VM in different phases by their ratio to it.
+
 ``--solver vbd`` runs the same scenes with Vertex Block Descent in XPBD's place (benchmarks/vbd.py: links
 only, ``--vbd-stiffness`` [N/m] for inextensible links, ``--vbd-rho`` its Chebyshev acceleration).
 
@@ -46,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from loom.benchmarks import vbd
+from loom.benchmarks import vbd, yardstick
 from loom.components import STRETCH, Cloth, ClothMaterial, Collider, Pin, Sphere, Transform, Wind
 from loom.engine import App, Stage, mesh
 from loom.systems import DefaultPlugins
@@ -301,8 +304,10 @@ def main(argv: list[str] | None = None) -> None:
     for scene in args.scene:
         records = []
         for setting in args.setting:
+            before = yardstick.measure()
             record = run(scene, setting, n=args.n, threads=args.threads, steps=args.steps, solver=args.solver,
                          vbd_stiffness=args.vbd_stiffness, vbd_rho=args.vbd_rho)
+            record["yardstick_ms"] = round(0.5 * (before + yardstick.measure()), 3)   # the machine's speed then
             records.append(record)
             print(json.dumps(record), flush=True)
         summary: dict = {"scene": scene}

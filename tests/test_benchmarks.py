@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from loom.components import Cloth
 
@@ -91,6 +92,8 @@ def test_scenes_benchmark_prints_times_and_the_breakdown_per_scene():
     assert flags["scene"] == "flags100" and flags["cloths"] == 100 and flags["particles"] == 100 * 16 * 16
     for record in (cape, flags):
         assert 0.0 < record["sim_ms_median"] <= record["sim_ms_p99"]
+        assert record["yardstick_ms"] > 0.0
+        assert abs(record["sim_per_yardstick"] - record["sim_ms_median"] / record["yardstick_ms"]) < 1e-3
         assert set(record["ms_per_frame"]) == {"integration", "constraints", "environment", "self_collision", "pins",
                                                "wind", "bodies", "other", "normals", "upload"}
         assert record["ms_per_frame"]["normals"] > 0.0 and record["render_ms_median"] > 0.0
@@ -138,7 +141,8 @@ def test_stiffness_benchmark_reports_strain_and_cost_per_setting_and_the_cheapes
     assert [(r["scene"], r["setting"]) for r in runs] == [("hang", "4x1"), ("hang", "4x2L2"), ("sphere", "4x1"),
                                                           ("sphere", "4x2L2")]
     for r in runs:
-        assert {"worst_pct", "p99_pct", "rest_pct", "penetration_mm", "ms_per_step"} <= set(r)
+        assert {"worst_pct", "p99_pct", "rest_pct", "penetration_mm", "ms_per_step", "yardstick_ms"} <= set(r)
+        assert r["yardstick_ms"] > 0.0
         assert r["p99_pct"] <= r["worst_pct"] and r["rest_pct"] <= r["worst_pct"] and not r["nan"]
     assert runs[1]["strain_limit"] == 0.02 and runs[0]["strain_limit"] is None
     summary = [r for r in records if "cheapest_2pct" in r]
@@ -208,3 +212,11 @@ def test_creep_benchmark_rejects_a_settle_time_after_the_run():
     out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "creep", "--seconds", "2", "--settle", "3"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 2 and "--settle 3" in out.stderr and out.stdout == ""
+
+
+def test_yardstick_rejects_a_sample_count_below_one():
+    from loom.benchmarks import yardstick
+
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="samples"):
+            yardstick.measure(bad)

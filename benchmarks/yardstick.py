@@ -1,0 +1,53 @@
+"""The machine's speed at the moment a benchmark runs: one fixed piece of work, timed, to put beside its costs.
+
+A cloud VM (this project's CI and its benchmark machine) runs in phases: the same code measured the cape game's
+frame at 0.94 ms and at 1.10 ms twenty minutes apart, and 1.01–1.06 ms one day and 1.15–1.29 ms the next
+(docs/performance.md). A cost alone cannot say whether the code or the machine changed; a cost divided by the
+same machine's time for a fixed piece of work, measured in the same process, can.
+
+The work: the sheet benchmark's plain reference kernel (``benchmarks/plain_xpbd.py``: one numba kernel, one
+thread, float64, no App) stepping a 32 × 32 sheet pinned at two corners, 4 substeps × 10 sweeps with tethers,
+one fixed step at a time. It never changes with Loom's code (it is the yardstick the solver is measured
+against), its arrays fit in the cache as a game's cloth does, and a step takes about 4 ms on the 2-core Xeon VM.
+
+``measure(samples)``: the median of ``samples`` single steps [ms], after two untimed steps (compile or load,
+warm the caches). Call it before and after the work it stands beside, and put both in the record.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from loom.benchmarks.plain_xpbd import PlainSheet
+from loom.benchmarks.sheet import build_sheet
+from loom.engine import App
+from loom.systems import DefaultPlugins
+
+N = 32
+"""Particles along each side of the yardstick's sheet."""
+SUBSTEPS, SWEEPS = 4, 10
+"""The sheet benchmark's defaults."""
+
+
+def measure(samples: int = 31) -> float:
+    """The median time of one step of the yardstick's plain kernel [ms] (module docstring), over ``samples``
+    steps (≥ 1; ValueError otherwise)."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"yardstick.measure(samples={samples!r}): must be an integer >= 1")
+    dt = 1.0 / 60.0
+    app = App(dt=dt, substeps=SUBSTEPS, threads=1)
+    try:
+        app.add_plugin(DefaultPlugins)
+        cloth = build_sheet(app, N, iters=SWEEPS, tethers=True, model="xpbd", dt=dt, sphere=False)
+        app.step(1)                                        # the App builds the tables the copy reads
+        plain = PlainSheet.of(app, cloth)
+    finally:
+        app.close()
+    plain.step(2)                                          # compile or load, caches warm
+    times = np.empty(samples)
+    for k in range(samples):
+        start = time.perf_counter()
+        plain.step(1)
+        times[k] = time.perf_counter() - start
+    return 1000.0 * float(np.median(times))
