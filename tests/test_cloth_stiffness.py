@@ -4,7 +4,7 @@ like rubber — draped over a ball, over a table, pushed by a ball, and as the c
 Strain is the stretch (structural, warp and weft) links' l/l₀ − 1, measured after every step as a player sees it.
 Bounds, from the issue: drapes ≤ 3 % at every step and ≤ 1.5 % over the last 30 steps (at rest), the pushed sheet
 ≤ 2 %, the cape ≤ 5 % in its headwind and ≤ 2 % elsewhere. The default cotton and silk carry Provot's limit on their
-stretch links at 2 % (``ClothMaterial.stretch_limit``), so the ≤ 3 % bounds also hold by construction; what
+stretch links at 1.2 % and 2 % (``ClothMaterial.stretch_limit``), so the ≤ 3 % bounds also hold by construction; what
 each test adds is that the solver itself does the work: the 99th percentile of the strain the solve and the
 collisions leave *before* the limit runs is under 1 % (measured 0.11–0.28 % for the drapes; the limit catches the
 few links a violent contact overstretches, and a limit doing the solver's work would show here). Measured values:
@@ -87,6 +87,20 @@ def test_a_64_sheet_draped_on_a_ball_or_a_table_stays_within_3_percent_and_rests
     assert result["rest"] <= 0.015, f"{scene}: {result['rest']:.2%} at rest"
     assert result["pre_p99"] < 0.01, f"{scene}: p99 {result['pre_p99']:.2%} before the stretch limit"
     assert result["inside"] <= 1e-4, f"{scene}: a particle {result['inside'] * 1000:.2f} mm inside a collider"
+
+
+def test_a_128_tablecloth_at_the_drape_games_step_stays_within_3_percent_and_rests_within_1_5():
+    """The drape game's scene at n = 128 (16,384 particles, self-collision) at the game's 8 substeps × 1 sweep: ≤ 3 %
+    at every step, ≤ 1.5 % over the last 30 of 240 steps, nothing inside the table or the ball, and the solve alone
+    keeps 99 % of links under 1 %. Measured: 1.2 % worst and at rest (cotton's stretch limit: where friction holds
+    both ends of a link on the table's rim the solve leaves about 2 %, docs/models.md "What holds the 128² rim"),
+    p99 0.7 %; before stop 38's 1.2 % limit, 2.0 % at rest."""
+    from loom.games import drape
+    result = _run(lambda app: drape.build_scene(app, n=128), 240, substeps=drape.SUBSTEPS)
+    assert result["worst"].max() <= 0.03, f"{result['worst'].max():.2%} at step {result['worst'].argmax()}"
+    assert result["rest"] <= 0.015, f"{result['rest']:.2%} at rest"
+    assert result["pre_p99"] < 0.01, f"p99 {result['pre_p99']:.2%} before the stretch limit"
+    assert result["inside"] <= 1e-4, f"a particle {result['inside'] * 1000:.2f} mm inside a collider"
 
 
 def test_the_drape_games_tablecloth_comes_to_rest_within_1_5_percent_at_its_own_step():
