@@ -3,12 +3,12 @@ like rubber — draped over a ball, over a table, pushed by a ball, and as the c
 
 Strain is the stretch (structural, warp and weft) links' l/l₀ − 1, measured after every step as a player sees it.
 Bounds, from the issue: drapes ≤ 3 % at every step and ≤ 1.5 % over the last 30 steps (at rest), the pushed sheet
-≤ 2 %, the cape ≤ 5 % in its headwind and ≤ 2 % elsewhere. The default cotton and silk carry Provot's limit on their
-stretch links at 1.2 % and 2 % (``ClothMaterial.stretch_limit``), so the ≤ 3 % bounds also hold by construction; what
-each test adds is that the solver itself does the work: the 99th percentile of the strain the solve and the
-collisions leave *before* the limit runs is under 1 % (measured 0.11–0.28 % for the drapes; the limit catches the
-few links a violent contact overstretches, and a limit doing the solver's work would show here). Measured values:
-docs/models.md, "Stiffness".
+≤ 2 %, the cape ≤ 5 % in its headwind and ≤ 2 % elsewhere. The default cotton and silk carry Provot's limit on
+their stretch links at 1.2 % and 2 % (``ClothMaterial.stretch_limit``), so the ≤ 3 % bounds also hold by
+construction; what each test adds is that the solver itself does the work: the 99th percentile of the strain the
+solve and the collisions leave *before* the limit runs is under 1 % (measured 0.11–0.28 % for the drapes; the limit
+catches the few links a violent contact overstretches, and a limit doing the solver's work would show here).
+Measured values: docs/models.md, "Stiffness".
 
 Penetration: no particle inside a collider's own shape grown by its margin (``Collider.thickness``), to 0.1 mm
 (the contact projection lands particles on the margin-plus-cloth-thickness surface exactly; 0.1 mm allows for a

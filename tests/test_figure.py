@@ -48,3 +48,30 @@ def test_running_swings_the_legs_in_a_stride_and_a_jump_tucks_them():
     at = parts(app, figure)
     assert at["left_leg"][0] - at["right_leg"][0] > 0.1, "in the air the front leg stays forward"
     app.close()
+
+
+def test_every_part_is_placed_by_the_body_turn_lean_and_its_swing_exactly():
+    """``pose_figure``'s one kernel call gives each part the rotation turn(yaw)·lean·swing(angle) and the centre
+    position + turn·lean·(joint + swing·offset) (the matrices built here with NumPy, to rounding), and every
+    rotation is proper and orthonormal."""
+    from loom.prefabs import figure as fig
+
+    def about(axis: str, a: float) -> np.ndarray:
+        c, s = math.cos(a), math.sin(a)
+        return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]]) if axis == "y" else \
+            np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    rng = np.random.default_rng(7)
+    n = len(fig.PARTS)
+    centres, rotations = np.zeros((n, 3)), np.zeros((n, 3, 3))
+    for _ in range(20):
+        yaw, lean, position = rng.uniform(-4, 4), rng.uniform(-0.2, 0.2), rng.normal(size=3)
+        angles = rng.uniform(-2, 2, n)
+        fig._pose_parts(yaw, lean, angles, position, fig._JOINTS, fig._OFFSETS, centres, rotations)
+        body = about("y", yaw) @ about("z", lean)
+        for k in range(n):
+            swing = about("z", angles[k])
+            assert np.allclose(rotations[k], body @ swing, atol=1e-14, rtol=0.0)
+            expected = position + body @ (fig._JOINTS[k] + swing @ fig._OFFSETS[k])
+            assert np.allclose(centres[k], expected, atol=1e-14, rtol=0.0)
+            assert np.allclose(rotations[k] @ rotations[k].T, np.eye(3), atol=1e-14)
+            assert abs(np.linalg.det(rotations[k]) - 1.0) < 1e-14
