@@ -481,6 +481,9 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     sd = f.distances[chunk]
     mine = f.mine[chunk]
     contact = cloth.contact
+    two_way_near = False                    # a two-way body near the cloth: no skin on boxes (CONTACT_SKIN)
+    for c_at in range(near.shape[0]):
+        two_way_near = two_way_near or col.two_way[near[c_at]]
     for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
         pressed = max(contact[p, 4], 0.0)  # the normal push its surface took in the solve [m]: friction's too
         contact[p, 0] = contact[p, 1] = contact[p, 2] = contact[p, 3] = contact[p, 4] = 0.0
@@ -513,9 +516,6 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 c = near[c_at]
                 for a in range(7):
                     mine[c, a] = 0.0
-        two_way_near = False                # a two-way body near the cloth: no skin on boxes (CONTACT_SKIN)
-        for c_at in range(near.shape[0]):
-            two_way_near = two_way_near or col.two_way[near[c_at]]
         for c_at in range(near.shape[0]):
             c = near[c_at]
             if pinched:
