@@ -96,7 +96,7 @@ def _pose_parts(yaw, lean, angles, position, joints, offsets, centres, rotations
     """Every part's centre [m] and rotation for a body at ``position`` facing ``yaw`` [rad] (about +y) and leaning
     ``lean`` [rad] (about its z): body = turn(yaw)·lean; a part swung by ``angles[k]`` about the body's z at its
     joint has rotation body·swing and centre position + body·(joint + swing·offset). One call for the whole figure:
-    the same products as NumPy calls per operation cost the cape game 0.08 ms a frame (stop 38)."""
+    the same products as about fifteen NumPy calls took ``pose_figure`` 28.8 µs a call, now 14.8 (stop 38)."""
     cy, sy = math.cos(yaw), math.sin(yaw)
     cl, sl = math.cos(lean), math.sin(lean)
     # turn = [[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]], lean = [[cl, -sl, 0], [sl, cl, 0], [0, 0, 1]]
