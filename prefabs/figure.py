@@ -73,7 +73,7 @@ def spawn_figure(app: App, position: tuple[float, float, float]) -> Figure:
 
 def yaw_matrix(yaw: float, out: np.ndarray | None = None) -> np.ndarray:
     """Rotation by ``yaw`` [rad] about +y (0 keeps +x forward; −π/2 turns +x to +z), written into ``out``
-    (3, 3) when given (no allocation: games call it every step)."""
+    (3, 3) when given (no allocation: a game may call it every step). ``_pose_parts`` builds the same turn inline."""
     c, s = math.cos(yaw), math.sin(yaw)
     out = np.empty((3, 3)) if out is None else out
     out[0, 0], out[0, 1], out[0, 2] = c, 0.0, s

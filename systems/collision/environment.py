@@ -78,17 +78,17 @@ follow it (a one-way ball passing through a bed left the bed bulging upward); it
 right after the collisions (``settle_yarns``), when the surface is still where it was met."""
 CONTACT_SKIN = 0.01
 """A particle within (1 + this) × the contact reach of a round collider at rest (sphere, cylinder, capsule), or of a box
-at rest while no two-way body is near the cloth, touches it [-]: it gets the surface's normal and friction, though
-only one inside the reach is pushed out. A particle resting on a curved surface (a round table's rim) that the solve
-slid along it sits a hair beyond the reach (a tangent step leaves a convex surface), and counted free it was pulled
-into the surface by the pass after the collisions and pushed out again by the next substep's: the rim of a tablecloth
-chattered and pumped it across the table (docs/models.md, "Creep on a table"; the drape game's table without the
-ball, n = 48, no self-collision, at 15 s: fastest particle 0.77 m/s, 428 of 2,304 over 0.1 m/s; with the skin 0.12
-m/s and 1). Boxes since stop 38, but not near a two-way body: the 2D games' hero and floor are boxes, and with the
-skin on every box cape particles stayed inside the hero for four frames (tests/test_pinching.py); a tablecloth on a
-box table walked 5.8 mm in 15 s without it and 0.04 mm with it (tests/test_yarns.py). Not for a moving collider or a
-two-way body, whose yarns are left alone after the collisions (with the skin more of the cape's yarns were left
-pressed into the running hero, tests/test_games.py)."""
+at rest while no two-way body is near the cloth, touches it [-]: it gets the surface's normal and friction, though only
+one inside the reach is pushed out. A particle resting on a curved surface (a round table's rim) that the solve slid
+along it sits a hair beyond the reach (a tangent step leaves a convex surface), and counted free it was pulled into the
+surface by the pass after the collisions and pushed out again by the next substep's: the rim of a tablecloth chattered
+and pumped it across the table (docs/models.md, "Creep on a table"; the drape game's table without the ball, n = 48, no
+self-collision, at 15 s: fastest particle 0.77 m/s, 428 of 2,304 over 0.1 m/s; with the skin 0.12 m/s and 1). Boxes
+since stop 38, but not near a two-way body: the 2D games' hero and floor are boxes, and with the skin on every box cape
+particles stayed inside the hero for four frames (tests/test_pinching.py); a tablecloth on a box table walked 5.8 mm in
+15 s without it and 0.04 mm with it (tests/test_yarns.py). Not for a moving collider or a two-way body, whose yarns are
+left alone after the collisions (with the skin more of the cape's yarns were left pressed into the running hero,
+tests/test_games.py)."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads
 (measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
