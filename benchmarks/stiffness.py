@@ -20,7 +20,8 @@ Scenes (``SCENES``), all at dt = 1/60 s:
 A setting is ``SxI`` (S substeps, I sweeps per substep, the cloth's own options otherwise: yarns on, the material's
 stretch limit) followed by any of: ``g`` plain Gauss–Seidel sweeps (``Cloth.yarns`` off), ``u`` no stretch limit
 (``ClothMaterial.stretch_limit=None``), ``S<pct>`` a stretch limit of pct %, ``L<pct>`` Provot's limit on stretch and
-shear links (``strain_limit``), ``K<α>`` shear compliance α [m/N]. ``16x1`` is the default cloth; ``16x2guK0.001`` is
+shear links (``strain_limit``), ``K<α>`` shear compliance α [m/N], ``t`` no tethers (``Cloth.tethers`` off).
+``16x1`` is the default cloth; ``16x2guK0.001`` is
 the cloth of Loom before issue 17's yarns (plain sweeps, no limit, stiff shear, two sweeps).
 
 Besides the strain a player sees (after every system of the step), each record gives the strain the solve and the
@@ -136,8 +137,8 @@ def _penetration(app: App) -> float:
     return max(deepest, 0.0)
 
 
-_SETTING = re.compile(r"^(\d+)x(\d+)((?:[gu]|[SLK][0-9.eE+-]+)*)$")
-_OPTION = re.compile(r"[gu]|[SLK][0-9.eE+-]+")
+_SETTING = re.compile(r"^(\d+)x(\d+)((?:[gut]|[SLK][0-9.eE+-]+)*)$")
+_OPTION = re.compile(r"[gut]|[SLK][0-9.eE+-]+")
 
 
 class Setting(NamedTuple):
@@ -153,6 +154,8 @@ class Setting(NamedTuple):
     """The stretch limit [-] (``S``), None (``u``), or "material": the cloth's own."""
     shear_compliance: float | None = None
     """Shear compliance [m/N] (``K``), or None: the cloth's own."""
+    tethers: bool = True
+    """False: no tethers (``t``), whatever the cloth's own ``tethers``."""
 
 
 def parse_setting(setting: str) -> Setting:
@@ -168,6 +171,8 @@ def parse_setting(setting: str) -> Setting:
                 values["yarns"] = False
             elif option == "u":
                 values["stretch_limit"] = None
+            elif option == "t":
+                values["tethers"] = False
             else:
                 number = float(option[1:])
                 if not (math.isfinite(number) and 0.0 <= number):
@@ -180,7 +185,7 @@ def parse_setting(setting: str) -> Setting:
             raise ValueError
     except ValueError:
         raise ValueError(f"setting {setting!r}: expected substeps x sweeps, then any of g (plain sweeps), u (no "
-                         f"stretch limit), S<pct>, L<pct>, K<shear compliance>, e.g. 16x2, 16x2L1 or 16x2guK0.001"
+                         f"stretch limit), t (no tethers), S<pct>, L<pct>, K<shear compliance>, e.g. 16x2, 16x2L1 or 16x2guK0.001"
                          ) from None
     return parsed
 
@@ -189,6 +194,8 @@ def _configure(cloth: Cloth, setting: Setting) -> None:
     """Apply ``setting``'s sweeps and options to ``cloth``."""
     cloth.iterations = setting.iterations
     cloth.yarns = setting.yarns
+    if not setting.tethers:
+        cloth.tethers = False
     changes: dict = {}
     if setting.strain_limit is not None:
         changes["strain_limit"] = setting.strain_limit

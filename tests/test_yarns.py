@@ -202,13 +202,43 @@ def test_two_yarns_solved_side_by_side_are_bit_for_bit_each_solved_alone(resting
                          inv_mass, alone[0], resting_only, alone[1], x_prev, alone[2])
         for y in range(start, end, 2):
             Y.solve_yarn_pair(y, y + 1 if y + 1 < end else -1, yarns.particles, yarns.links, yarns.offsets,
-                              yarns.scratch, rest, compliance, inv_h2, inv_mass, paired[0], resting_only, paired[1],
-                              x_prev, paired[2])
+                              yarns.scratch, rest, compliance, inv_h2, inv_mass, paired[0], resting_only, True,
+                              paired[1], x_prev, paired[2])
         odd += (end - start) % 2
     assert odd > 0, "the case needs a colour with an odd yarn out"
     assert not np.array_equal(alone[1], x), "the solve moved nothing"
     for got, want in zip(paired, alone):
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("resting_only", [True, False], ids=["the substep's solve", "after the collisions"])
+def test_a_cloth_touching_nothing_is_solved_by_the_copy_without_contact_tests_to_the_bit(resting_only):
+    """With no contact (``touches`` False) ``solve_yarn_pair`` runs its copy compiled without the contact tests
+    (normals 0, mobilities the inverse masses); on the pair case's disc with every contact cleared it leaves positions,
+    multipliers and contacts exactly as the copy with the tests (``touching`` True), pins and a taut yarn included.
+    ``touches`` itself: False on cleared contacts, True for one particle resting on a collider at rest, and for one
+    touching a moving collider (a normal, column 3 = 0) only after the collisions."""
+    yarns, rest, compliance, inv_mass, contact, x, x_prev, lam = _pair_case(resting_only)
+    contact[:] = 0.0
+    assert not Y.touches(contact, resting_only)
+    inv_h2 = 240.0 ** 2
+    runs = {touching: [contact.copy(), x.copy(), lam.copy()] for touching in (True, False)}
+    for touching, (c, xs, ls) in runs.items():
+        for colour in range(yarns.color_offsets.shape[0] - 1):
+            start, end = int(yarns.color_offsets[colour]), int(yarns.color_offsets[colour + 1])
+            for y in range(start, end, 2):
+                Y.solve_yarn_pair(y, y + 1 if y + 1 < end else -1, yarns.particles, yarns.links, yarns.offsets,
+                                  yarns.scratch, rest, compliance, inv_h2, inv_mass, c, resting_only, touching, xs,
+                                  x_prev, ls)
+    assert not np.array_equal(runs[False][1], x), "the solve moved nothing"
+    for got, want in zip(runs[False], runs[True]):
+        assert np.array_equal(got, want)
+    moving = contact.copy()
+    moving[7, :3] = (0.0, 1.0, 0.0)                       # a moving collider's normal: column 3 stays 0
+    assert Y.touches(moving, False) and not Y.touches(moving, True)
+    resting = contact.copy()
+    resting[7] = (0.0, 1.0, 0.0, 1.0, 0.0)
+    assert Y.touches(resting, True) and Y.touches(resting, False)
 
 
 def test_one_solve_puts_a_straight_hanging_chain_at_rest_length_where_sweeps_do_not():

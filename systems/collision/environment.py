@@ -484,6 +484,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
     two_way_near = False                    # a two-way body near the cloth: no skin on boxes (CONTACT_SKIN)
     for c_at in range(near.shape[0]):
         two_way_near = two_way_near or col.two_way[near[c_at]]
+        mine[near[c_at], :] = 0.0           # kept zero between particles: only a particle that touched adds it
     for p in range(chunk * n // CHUNKS, (chunk + 1) * n // CHUNKS):
         pressed = max(contact[p, 4], 0.0)  # the normal push its surface took in the solve [m]: friction's too
         contact[p, 0] = contact[p, 1] = contact[p, 2] = contact[p, 3] = contact[p, 4] = 0.0
@@ -511,11 +512,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                     maybe = True
         if maybe:
             pinched, ux, uy, uz = _pinched(colliders, frames, near, sd, x0, y0, z0, start, cloth.thickness)
-        if not pinched:
-            for c_at in range(near.shape[0]):
-                c = near[c_at]
-                for a in range(7):
-                    mine[c, a] = 0.0
+        touched = False                 # whether it gave any collider momentum (``mine``)
         for c_at in range(near.shape[0]):
             c = near[c_at]
             if pinched:
@@ -602,6 +599,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             mine[c, 4] += jn * wy
             mine[c, 5] += jn * wz
             mine[c, 6] += jn
+            touched = True
             x[p, 0], x[p, 1], x[p, 2] = wx, wy, wz
             if not col.two_way[c]:       # the yarns and the limit slide it along this surface
                 contact[p, 0], contact[p, 1], contact[p, 2] = nx, ny, nz
@@ -631,11 +629,13 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             x[p, 0], x[p, 1], x[p, 2] = ux, uy, uz
             contact[p, 0] = contact[p, 1] = contact[p, 2] = 0.0
             contact[p, 3] = HELD         # where it was squeezed out to: the yarns and the limit leave it there
-        else:
+        if touched:                      # its momentum to the range's sum (a pinched particle's dropped)
             for c_at in range(near.shape[0]):
                 c = near[c_at]
                 for a in range(7):
-                    acc[chunk, c, a] += mine[c, a]
+                    if not pinched:
+                        acc[chunk, c, a] += mine[c, a]
+                    mine[c, a] = 0.0
 
 
 @numba.njit(cache=True)

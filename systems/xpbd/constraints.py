@@ -43,7 +43,7 @@ from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import clothes_of
 from loom.systems.xpbd.predict import MODEL
-from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_pair
+from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_pair, touches
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
@@ -545,13 +545,14 @@ def _sweep_yarns(inv_h2, arrays, resting_only):
     contact, x, link_lambda, x_prev = arrays.contact, arrays.x, arrays.link_lambda, arrays.x_prev
     count = colors.shape[0] - 1
     resting = bool(resting_only)                      # not a literal: one compile of solve_yarn_pair for both uses
+    touching = touches(contact, resting)              # nothing touches: the copy without contact tests
     for step in range(count):
         c = step if resting_only else count - 1 - step
         start, end = np.int64(colors[c]), np.int64(colors[c + 1])
         for pair in prange((end - start + 1) // 2):          # two yarns a call: their chains side by side
             y = start + 2 * np.int64(pair)
             solve_yarn_pair(y, y + 1 if y + 1 < end else np.int64(-1), particles, links, offsets, scratch, link_rest,
-                            link_compliance, inv_h2, inv_mass, contact, resting, x, x_prev, link_lambda)
+                            link_compliance, inv_h2, inv_mass, contact, resting, touching, x, x_prev, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -273,14 +273,47 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
 
     This is ``solve_yarn_pair`` of y alone: the solves run it on two yarns at a time."""
     solve_yarn_pair(y, -1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                    resting_only, x, x_prev, link_lambda)
+                    resting_only, touches(contact, resting_only), x, x_prev, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
 def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                    resting_only, x, x_prev, link_lambda):
+                    resting_only, touching, x, x_prev, link_lambda):
     """``solve_yarn`` of yarns y0 and y1 (y1 < 0: y0 alone), which must share no particle (two yarns of one colour),
     with their two dependent chains, the forward elimination and the back substitution, run side by side.
+
+    ``touching``: ``touches(contact, resting_only)``, whether any particle of the cloth touches something this solve
+    counts. Without, every normal is zero and every mobility the inverse mass, so the solve runs a copy of its loops
+    compiled with those constants (``_pair`` called with a literal False: numba compiles it once per literal and
+    folds the contact tests away in that copy): the same positions to the bit, without reading ``contact`` at every
+    entry. The cape game's cape touches nothing in every substep's solve and in four of five passes after the
+    collisions, the flag game's flag never: their frames 9–11 % and 8 % cheaper (docs/performance.md, "Stop 39").
+    The cost: a first launch compiles ``_pair`` and ``_rows`` twice (3.0 → 6.4 s for the pair, 2-core Xeon VM); the
+    same branch on a runtime flag, compiled once, saved about half as much."""
+    if touching:
+        _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+              resting_only, True, x, x_prev, link_lambda)
+    else:
+        _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+              resting_only, False, x, x_prev, link_lambda)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def touches(contact, resting_only):
+    """Whether any particle's ``Cloth.contact`` row counts in a yarn solve: with ``resting_only`` one resting on a
+    collider at rest (column 3 > 0), else any contact at all (a normal, or column 3 not 0)."""
+    for p in range(contact.shape[0]):
+        kind = contact[p, 3]
+        if kind > 0.0 or not resting_only and (kind != 0.0 or contact[p, 0] != 0.0 or contact[p, 1] != 0.0
+                                               or contact[p, 2] != 0.0):
+            return True
+    return False
+
+
+@numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
+def _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+          resting_only, touching, x, x_prev, link_lambda):
+    """``solve_yarn_pair``'s body, called with ``touching`` a literal True or False (one compiled copy each).
 
     Each yarn's elimination is a chain of divisions and its back substitution a chain through Δλ of the link after:
     each step waits for the one before, so one yarn leaves the core idle most of each step's latency. Two yarns'
@@ -292,18 +325,18 @@ def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_
     a_first = np.uint64(offsets[y0])                # unsigned entries: no wraparound test per access
     a_last = np.uint64(offsets[y0 + 1] - 1)         # entries first … last: particles; links first + 1 … last
     a_mode, a_stuck = _rows(a_first, a_last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass,
-                            contact, resting_only, x, link_lambda)
+                            contact, resting_only, touching, x, link_lambda)
     b_first = b_last = np.uint64(0)
     b_mode, b_stuck = _DONE, False
     if y1 >= 0:
         b_first = np.uint64(offsets[y1])
         b_last = np.uint64(offsets[y1 + 1] - 1)
         b_mode, b_stuck = _rows(b_first, b_last, particles, links, scratch, link_rest, link_compliance, inv_h2,
-                                inv_mass, contact, resting_only, x, link_lambda)
+                                inv_mass, contact, resting_only, touching, x, link_lambda)
     for first, last, stuck, mode in ((a_first, a_last, a_stuck, a_mode), (b_first, b_last, b_stuck, b_mode)):
         if mode == _LINKS:                          # pinned farther apart than its rest length: link by link
             _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                           resting_only, stuck, x, link_lambda)
+                           resting_only, touching, stuck, x, link_lambda)
     a_on = a_mode == _SOLVE
     b_on = b_mode == _SOLVE
     if not (a_on or b_on):
@@ -338,14 +371,14 @@ def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_
     while a_on or b_on:
         if a_on:
             a_below, a_ox, a_oy, a_oz = _substitute(a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, particles, links,
-                                                    scratch, inv_mass, contact, resting_only, a_stuck, x, x_prev,
-                                                    link_lambda)
+                                                    scratch, inv_mass, contact, resting_only, touching, a_stuck, x,
+                                                    x_prev, link_lambda)
             a_on = a_e != a_first
             a_e -= one if a_on else np.uint64(0)
         if b_on:
             b_below, b_ox, b_oy, b_oz = _substitute(b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz, particles, links,
-                                                    scratch, inv_mass, contact, resting_only, b_stuck, x, x_prev,
-                                                    link_lambda)
+                                                    scratch, inv_mass, contact, resting_only, touching, b_stuck, x,
+                                                    x_prev, link_lambda)
             b_on = b_e != b_first
             b_e -= one if b_on else np.uint64(0)
 
@@ -357,35 +390,36 @@ collisions), or its links one after another (taut between two fixed particles)."
 
 @numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
 def _rows(first, last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
-          x, link_lambda):
+          touching, x, link_lambda):
     """The rows pass of the yarn at entries first … last (``solve_yarn``): each link's direction, diagonal,
     right-hand side and off-diagonal into ``scratch``; returns (``_SOLVE``, ``_DONE`` or ``_LINKS``, whether friction
-    holds its particles after the collisions (``_held_back``'s ``stuck``))."""
+    holds its particles after the collisions (``_held_back``'s ``stuck``)). ``touching``: ``solve_yarn_pair``'s, a
+    literal there, so numba compiles one copy for each value, the contact tests folded away in the False one."""
     if last <= first:
         return _DONE, False
     one = np.uint64(1)
     stuck = not resting_only                    # friction holds its particles (``_held_back``) unless the yarn
-    if stuck:                                   # has one squeezed out of a pinch
+    if stuck and touching:                      # has one squeezed out of a pinch
         for e in range(first, last + one):
             if contact[np.uint64(particles[e]), 3] == HELD:
                 stuck = False
                 break
     a = np.uint64(particles[first])
     ax, ay, az = x[a, 0], x[a, 1], x[a, 2]
-    cx, cy, cz = _normal(contact, a, resting_only)
-    wa = _mobility(inv_mass, contact, a, resting_only)
+    cx, cy, cz = _normal(contact, a, resting_only, touching)
+    wa = _mobility(inv_mass, contact, a, resting_only, touching)
     anchored = wa == 0.0                        # this stretch of yarn started at a fixed particle
     sx, sy, sz, spanned = ax, ay, az, 0.0       # where it started, and its rest length so far [m]
     link_by_link = False                        # taut between two anchors (below)
-    two_way = contact[a, 3] < 0.0               # touching a two-way body (docstring)
+    two_way = touching and contact[a, 3] < 0.0  # touching a two-way body (docstring)
     px = py = pz = 0.0                          # direction of the previous link
     for e in range(first + one, last + one):    # rows: independent per link
         b = np.uint64(particles[e])
         k = np.uint64(links[e])
         bx, by, bz = x[b, 0], x[b, 1], x[b, 2]
-        qx, qy, qz = _normal(contact, b, resting_only)
-        wb = _mobility(inv_mass, contact, b, resting_only)
-        if contact[b, 3] < 0.0:
+        qx, qy, qz = _normal(contact, b, resting_only, touching)
+        wb = _mobility(inv_mass, contact, b, resting_only, touching)
+        if touching and contact[b, 3] < 0.0:
             two_way = True
         dx = bx - ax
         dy = by - ay
@@ -417,7 +451,7 @@ def _rows(first, last, particles, links, scratch, link_rest, link_compliance, in
             if anchored and (bx - sx) ** 2 + (by - sy) ** 2 + (bz - sz) ** 2 >= (TAUT * spanned) ** 2:
                 link_by_link = True             # no rows needed past here: only whether it touches a two-way body
                 for later in range(e + one, last + one):
-                    if contact[np.uint64(particles[later]), 3] < 0.0:
+                    if touching and contact[np.uint64(particles[later]), 3] < 0.0:
                         two_way = True
                 break
             anchored = True
@@ -444,8 +478,8 @@ def _eliminate(e, scratch, pivot, rhs):
 
 
 @numba.njit(inline="always", error_model="numpy")
-def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, inv_mass, contact, resting_only, stuck,
-                x, x_prev, link_lambda):
+def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, inv_mass, contact, resting_only,
+                touching, stuck, x, x_prev, link_lambda):
     """Back substitution at entry e of the yarn first … last (``solve_yarn``): Δλ of the link into e from ``below``
     (Δλ of the link out of it, direction o), then e's particle moved. Returns (Δλ of the link into e, its direction)."""
     one = np.uint64(1)
@@ -460,8 +494,8 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
         gy += oy * dlam
         gz += oz * dlam
     b = np.uint64(particles[e])
-    wb = _mobility(inv_mass, contact, b, resting_only)
-    cx, cy, cz = _normal(contact, b, resting_only)
+    wb = _mobility(inv_mass, contact, b, resting_only, touching)
+    cx, cy, cz = _normal(contact, b, resting_only, touching)
     along = gx * cx + gy * cy + gz * cz
     sink = 0.0                                           # its move into the surface [m], ≤ 0
     if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
@@ -474,7 +508,7 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
     mx = wb * (gx - cx * along) + cx * sink
     my = wb * (gy - cy * along) + cy * sink
     mz = wb * (gz - cz * along) + cz * sink
-    f = _held_back(contact, b, resting_only, stuck, mx, my, mz)
+    f = _held_back(contact, b, resting_only, touching, stuck, mx, my, mz)
     x[b, 0] += f * mx
     x[b, 1] += f * my
     x[b, 2] += f * mz
@@ -482,14 +516,16 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
 
 
 @numba.njit(inline="always", error_model="numpy")
-def _held_back(contact, p, resting_only, stuck, mx, my, mz):
+def _held_back(contact, p, resting_only, touching, stuck, mx, my, mz):
     """The share [-] of a move (mx, my, mz) [m] the yarns ask of particle p after the collisions: the static friction
     its contact left unused (``Cloth.contact`` column 4, negative: μ·N less its slip [m]) holds a ``STUCK`` particle
     against a pull it can bear (0) and takes that much off a larger one (1 − left/|move|: it slides, kinetic); 1 for
     any other particle, and for all of a yarn that holds one squeezed out of a pinch (``stuck`` False). Coulomb's law
     in position form once more, on the pull of the pass after the collisions: the particle's own neighbours on the
     yarn move as if it moved (their moves come from the multipliers), so a held particle leaves its links that much
-    long, as friction does."""
+    long, as friction does. 1 where nothing touches (``touching`` False)."""
+    if not touching:
+        return 1.0
     left = -contact[p, 4] if (stuck and not resting_only and contact[p, 3] == STUCK) else 0.0
     m = math.sqrt(mx * mx + my * my + mz * mz)
     return 1.0 if left <= 0.0 else (0.0 if m <= left else 1.0 - left / m)
@@ -497,7 +533,7 @@ def _held_back(contact, p, resting_only, stuck, mx, my, mz):
 
 @numba.njit(inline="always", error_model="numpy")
 def _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
-                   stuck, x, link_lambda):
+                   touching, stuck, x, link_lambda):
     """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does), each
     particle with its mobility in this solve (``_mobility``) and, after the collisions, one friction holds held back
     by the friction it has left (``_held_back``)."""
@@ -505,8 +541,8 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
         a = np.uint64(particles[e - np.uint64(1)])
         b = np.uint64(particles[e])
         k = np.uint64(links[e])
-        wa = _mobility(inv_mass, contact, a, resting_only)
-        wb = _mobility(inv_mass, contact, b, resting_only)
+        wa = _mobility(inv_mass, contact, a, resting_only, touching)
+        wb = _mobility(inv_mass, contact, b, resting_only, touching)
         dx = x[b, 0] - x[a, 0]
         dy = x[b, 1] - x[a, 1]
         dz = x[b, 2] - x[a, 2]
@@ -517,8 +553,8 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
         dlam = (link_rest[k] - length - alpha * link_lambda[k]) / (wa + wb + alpha)
         link_lambda[k] += dlam
         s = dlam / length
-        fa = _held_back(contact, a, resting_only, stuck, wa * s * dx, wa * s * dy, wa * s * dz)
-        fb = _held_back(contact, b, resting_only, stuck, wb * s * dx, wb * s * dy, wb * s * dz)
+        fa = _held_back(contact, a, resting_only, touching, stuck, wa * s * dx, wa * s * dy, wa * s * dz)
+        fb = _held_back(contact, b, resting_only, touching, stuck, wb * s * dx, wb * s * dy, wb * s * dz)
         x[a, 0] -= fa * wa * s * dx
         x[a, 1] -= fa * wa * s * dy
         x[a, 2] -= fa * wa * s * dz
@@ -528,17 +564,20 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
 
 
 @numba.njit(inline="always")
-def _mobility(inv_mass, contact, p, resting_only):
+def _mobility(inv_mass, contact, p, resting_only, touching):
     """Particle p's inverse mass in the solve [1/kg]: 0 after the collisions (not ``resting_only``) for a particle
     squeezed out of a pinch this substep (``Cloth.contact`` column 3 ``HELD``: it stays where the contacts put it).
-    One static friction holds (``STUCK``) keeps its own: friction holds its move back afterwards (``_held_back``)."""
+    One static friction holds (``STUCK``) keeps its own: friction holds its move back afterwards (``_held_back``).
+    The inverse mass where nothing touches (``touching`` False: a constant where inlined, the test folded away)."""
+    if not touching:
+        return inv_mass[p]
     kind = contact[p, 3]
     held = (not resting_only) and kind == HELD
     return 0.0 if held else inv_mass[p]                 # a select, not a branch (``_normal``)
 
 
 @numba.njit(inline="always")
-def _normal(contact, p, resting_only):
+def _normal(contact, p, resting_only, touching):
     """Particle p's contact normal from ``Cloth.contact`` (n, 5), or zero where it touched nothing, or with
     ``resting_only`` a collider that was moving.
 
@@ -549,6 +588,9 @@ def _normal(contact, p, resting_only):
     every contact cleared 63–90 → 34–36 ns). With nothing touching the branch always goes one way, so the cost was
     the code the two returns make of the loop, not mispredictions. The same operations on the same values: the
     drapes' strains and the sheet benchmark's bit-for-bit match with its plain kernel are unchanged (a normal zeroed
-    by the select may be −0 where the branch gave +0)."""
+    by the select may be −0 where the branch gave +0). Zero where nothing touches (``touching`` False, a constant
+    in ``_pair``'s copy for a cloth touching nothing: no load, and the test folded away)."""
+    if not touching:
+        return 0.0, 0.0, 0.0
     on = 1.0 if contact[p, 3] > 0.0 or not resting_only else 0.0
     return contact[p, 0] * on, contact[p, 1] * on, contact[p, 2] * on
