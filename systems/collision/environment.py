@@ -105,7 +105,7 @@ def gather_colliders(app: App, dt: float) -> None:
     _report_new_contacts(app, packed)
     rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
     k = len(rows)
-    same = k == packed.count and all(packed.entities[r] == e for r, (e, _, _) in enumerate(rows))
+    same = k == packed.count and packed.entities.tolist() == [e for e, _, _ in rows]
     if same:          # the colliders of the last step: reuse its arrays, its end poses start this step
         entities, kind, params, margin, friction = packed.entities, packed.kind, packed.params, packed.margin, \
             packed.friction
@@ -179,7 +179,7 @@ def gather_colliders(app: App, dt: float) -> None:
 def _report_new_contacts(app: App, packed: ColliderSet) -> None:
     """Emit ``collision_started`` (collider entity, step) for each collider that cloth touched in the
     last step but not in the step before; ``packed`` still holds the last step's impulses."""
-    touched = {int(e) for e, w in zip(packed.entities, packed.impulse_point[:, 3]) if w > 0.0}
+    touched = set(packed.entities[packed.impulse_point[:, 3] > 0.0].tolist())
     for entity in sorted(touched - packed.touching):
         app.emit("collision_started", collider=entity, step=app.clock.step_index - 1)
     packed.touching = touched

@@ -77,10 +77,11 @@ def sync_bodies(app: App, dt: float) -> None:
             if collider.two_way != pushed:
                 collider.two_way = pushed
         frame = body_units(rigid, pixels)
-        if rigid.cloth_shift.any():                  # the last step's in-step displacement (collect_impulses)
-            _shift(body, frame, rigid.cloth_shift)
+        if any(rigid.cloth_shift.tolist()):          # the last step's in-step displacement (collect_impulses;
+            _shift(body, frame, rigid.cloth_shift)    # floats, not ndarray.any(): 7 µs a body in a frame)
             rigid.cloth_shift[:] = 0.0
-        pose = (body.position.x, body.position.y, body.angle, rigid.z, *frame)
+        at = body.position
+        pose = (at.x, at.y, body.angle, rigid.z, *frame)
         if poses.last.get(entity) == pose:           # resting or static: its Transforms are where they were
             continue
         poses.last[entity] = pose
