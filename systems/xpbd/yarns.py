@@ -288,8 +288,8 @@ def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_
     folds the contact tests away in that copy): the same positions to the bit, without reading ``contact`` at every
     entry. The cape game's cape touches nothing in every substep's solve and in four of five passes after the
     collisions, the flag game's flag never: their frames 9–11 % and 8 % cheaper (docs/performance.md, "Stop 39").
-    The cost: a first launch compiles ``_pair`` and ``_rows`` twice (3.0 → 6.4 s for the pair, 2-core Xeon VM); the
-    same branch on a runtime flag, compiled once, saved about half as much."""
+    The cost: a first launch compiles ``_pair``, ``_rows`` and ``_project_links`` twice (3.0 → 5.8 s for the pair,
+    2-core Xeon VM); the same branch on a runtime flag, compiled once, saved about half as much."""
     if touching:
         _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
               resting_only, True, x, x_prev, link_lambda)
@@ -531,12 +531,13 @@ def _held_back(contact, p, resting_only, touching, stuck, mx, my, mz):
     return 1.0 if left <= 0.0 else (0.0 if m <= left else 1.0 - left / m)
 
 
-@numba.njit(inline="always", error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
 def _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact, resting_only,
                    touching, stuck, x, link_lambda):
     """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does), each
     particle with its mobility in this solve (``_mobility``) and, after the collisions, one friction holds held back
-    by the friction it has left (``_held_back``)."""
+    by the friction it has left (``_held_back``). Called, not inlined: a rare path (a yarn taut between two fixed
+    particles, a pass at a time), and inlined it was compiled four times over (two yarns, two ``touching`` copies)."""
     for e in range(first + np.uint64(1), last + np.uint64(1)):
         a = np.uint64(particles[e - np.uint64(1)])
         b = np.uint64(particles[e])
