@@ -21,8 +21,8 @@ A setting is ``SxI`` (S substeps, I sweeps per substep, the cloth's own options 
 stretch limit) followed by any of: ``g`` plain Gauss–Seidel sweeps (``Cloth.yarns`` off), ``u`` no stretch limit
 (``ClothMaterial.stretch_limit=None``), ``S<pct>`` a stretch limit of pct %, ``L<pct>`` Provot's limit on stretch and
 shear links (``strain_limit``), ``K<α>`` shear compliance α [m/N], ``t`` no tethers (``Cloth.tethers`` off).
-``16x1`` is the default cloth; ``16x2guK0.001`` is
-the cloth of Loom before issue 17's yarns (plain sweeps, no limit, stiff shear, two sweeps).
+``16x1`` is the default cloth; ``16x2guK0.001`` is the cloth of Loom before issue 17's yarns (plain sweeps, no limit,
+stiff shear, two sweeps).
 
 Besides the strain a player sees (after every system of the step), each record gives the strain the solve and the
 collisions leave, after the second pass of the yarns and before the stretch limit runs (``pre_limit_worst_pct``,
@@ -185,8 +185,8 @@ def parse_setting(setting: str) -> Setting:
             raise ValueError
     except ValueError:
         raise ValueError(f"setting {setting!r}: expected substeps x sweeps, then any of g (plain sweeps), u (no "
-                         f"stretch limit), t (no tethers), S<pct>, L<pct>, K<shear compliance>, e.g. 16x2, 16x2L1 or 16x2guK0.001"
-                         ) from None
+                         f"stretch limit), t (no tethers), S<pct>, L<pct>, K<shear compliance>, e.g. 16x2, 16x2L1 or "
+                         f"16x2guK0.001") from None
     return parsed
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from loom import App, DefaultPlugins
 from loom.components import Cloth
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,6 +168,24 @@ def test_stiffness_benchmark_leaves_its_own_strain_measurement_out_of_the_cost(m
     monkeypatch.setattr(Cloth, "strain", slow_strain)
     record = stiffness.run("hang", "2x1", n=8, threads=1, steps=32)
     assert 0.0 < record["ms_per_step"] < 30.0, record["ms_per_step"]
+
+
+def test_stiffness_benchmarks_t_option_turns_the_tethers_off():
+    """``SxIt`` parses to no tethers, and the cloth the benchmark configures with it has none: a 16² sheet hanging from
+    two corners builds tethers by default (two a free particle) and none with ``t``, the rest of the setting equal."""
+    from loom.benchmarks import stiffness
+    assert stiffness.parse_setting("4x1t") == stiffness.Setting(4, 1, None, tethers=False)
+    assert stiffness.parse_setting("4x1").tethers
+    counts = {}
+    for setting in ("4x1", "4x1t"):
+        app = App(dt=1 / 60, substeps=4)
+        app.add_plugin(DefaultPlugins)
+        stiffness.hang(app, 16)
+        for _, cloth in app.query(Cloth):
+            stiffness._configure(cloth, stiffness.parse_setting(setting))
+        app.step(2)
+        counts[setting] = sum(cloth.tether_anchor.shape[0] for _, cloth in app.query(Cloth))
+    assert counts["4x1"] == 2 * (16 * 16 - 2) and counts["4x1t"] == 0, counts
 
 
 def test_stiffness_benchmark_rejects_a_malformed_setting():
