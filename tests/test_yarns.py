@@ -480,7 +480,6 @@ def test_the_drape_games_tablecloth_on_yarns_stays_on_the_table():
     assert drift < 0.003
 
 
-
 def test_a_tablecloth_on_a_box_table_stays_put_and_comes_nearly_to_rest():
     """A 40 × 30 cotton cloth dropped on a 0.9 × 0.6 m box table (8 substeps, no two-way body near): from 10 s to 25 s
     its centre moves under 1 mm and the 90th percentile of its particles' speeds, sampled each second, has a median

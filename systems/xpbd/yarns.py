@@ -271,9 +271,11 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     its links' Δλ are known. Row e of ``scratch``: the unit direction of the link into entry e (0–2), the pivot's
     reciprocal (3), the right-hand side (4), the off-diagonal with the previous link (5).
 
-    This is ``solve_yarn_pair`` of y alone: the solves run it on two yarns at a time."""
+    This is ``solve_yarn_pair`` of y alone, in its copy with the contact tests (right whatever touches; on a cloth
+    touching nothing the same result as the copy without): the solves run it on two yarns at a time and ask
+    ``touches`` once a pass, not once a yarn."""
     solve_yarn_pair(y, -1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                    resting_only, touches(contact, resting_only), x, x_prev, link_lambda)
+                    resting_only, True, x, x_prev, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
