@@ -95,6 +95,9 @@ def test_scenes_benchmark_prints_times_and_the_breakdown_per_scene():
         assert 0.0 < record["sim_ms_median"] <= record["sim_ms_p99"]
         assert record["yardstick_ms"] > 0.0
         assert abs(record["sim_per_yardstick"] - record["sim_ms_median"] / record["yardstick_ms"]) < 1e-3
+        assert record["no_cloth_ms_median"] > 0.0          # the scene without its cloths: what the cloths cost
+        assert abs(record["cloth_ms_median"] - (record["sim_ms_median"] - record["no_cloth_ms_median"])) < 2e-3
+        assert abs(record["cloth_per_yardstick"] - record["cloth_ms_median"] / record["yardstick_ms"]) < 1e-3
         assert set(record["ms_per_frame"]) == {"integration", "constraints", "environment", "self_collision", "pins",
                                                "wind", "bodies", "other", "normals", "upload"}
         assert record["ms_per_frame"]["normals"] > 0.0 and record["render_ms_median"] > 0.0
@@ -102,6 +105,23 @@ def test_scenes_benchmark_prints_times_and_the_breakdown_per_scene():
     assert "wind" in flags["ms_per_frame"] and "environment" in cape["ms_per_frame"]
     (bare,) = run_benchmark("scenes", "--scene", "cape", "--frames", "2", "--no-render")
     assert "normals" not in bare["ms_per_frame"] and "render_ms_median" not in bare
+
+
+def test_the_scenes_baseline_runs_the_scene_built_as_the_game_builds_it_without_its_cloths():
+    """``cloth_ms_median`` is the frame less ``_without_cloths``: the same build (its systems, bodies and colliders),
+    every Cloth entity despawned before the timed frames, each of them stepped."""
+    from loom.benchmarks import scenes
+    from loom.engine import Stage, mesh
+
+    seen = []
+
+    def build(app: App) -> None:
+        app.spawn(Cloth.from_mesh(mesh.grid(4, 4, 1.0, 1.0)))
+        app.spawn(Cloth.from_mesh(mesh.grid(3, 3, 1.0, 1.0)))
+        app.add_system(lambda app, dt: seen.append(len(app.query(Cloth))), Stage.POST_STEP, name="count")
+
+    assert scenes._without_cloths(build, 2, 1, 3) > 0.0
+    assert seen == [0, 0, 0, 0]                                   # the warm-up step and three timed ones
 
 
 def test_stretch_meter_reports_the_worst_and_p99_stretch_of_the_sampled_links():

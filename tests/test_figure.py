@@ -74,3 +74,27 @@ def test_every_part_is_placed_by_the_body_turn_lean_and_its_swing_exactly():
             assert np.allclose(centres[k], expected, atol=1e-14, rtol=0.0)
             assert np.allclose(rotations[k] @ rotations[k].T, np.eye(3), atol=1e-14)
             assert abs(np.linalg.det(rotations[k]) - 1.0) < 1e-14
+
+
+def test_a_part_whose_transform_is_replaced_or_removed_is_posed_by_the_new_one_or_skipped():
+    """``pose_figure`` keeps the parts' Transforms between steps (found again when a component is added or removed
+    anywhere, or the parts change): a Transform replaced on a part is the one posed next, a part without one is
+    skipped, and a part moved to another entity is posed there."""
+    app = App()
+    figure = loom.spawn_figure(app, (0.0, 0.45, 0.0))
+    here = np.array([2.0, 0.45, 0.0])
+    loom.pose_figure(app, figure, here, 0.0, 0.0, False, 0.0)
+    head = figure.parts["head"]
+    old = app.get(head, Transform)
+    new = Transform(position=(9.0, 9.0, 9.0))
+    app.add_component(head, new)                                 # replaced between steps
+    loom.pose_figure(app, figure, here + (1.0, 0.0, 0.0), 0.0, 0.0, False, 0.0)
+    assert abs(new.position[0] - 3.0) < 0.1 and abs(old.position[0] - 2.0) < 0.1, (new.position, old.position)
+    app.remove_component(figure.parts["torso"], Transform)       # no Transform: skipped
+    loom.pose_figure(app, figure, here, 0.0, 0.0, False, 0.0)
+    assert abs(new.position[0] - 2.0) < 0.1
+    moved = app.spawn(Transform())
+    figure.parts["belt"] = moved                                  # the part is another entity now
+    loom.pose_figure(app, figure, here + (0.0, 1.0, 0.0), 0.0, 0.0, False, 0.0)
+    assert abs(app.get(moved, Transform).position[1] - 1.47) < 0.01, app.get(moved, Transform).position
+    app.close()
