@@ -433,14 +433,19 @@ def _rows(first, last, particles, links, scratch, link_rest, link_compliance, in
         if length >= 1e-12:
             inv = 1.0 / length
             nx, ny, nz = dx * inv, dy * inv, dz * inv
-            ea = nx * cx + ny * cy + nz * cz    # along a's contact normal (0 with none)
-            eb = nx * qx + ny * qy + nz * qz
-            mobile = wa * (1.0 - ea * ea) + wb * (1.0 - eb * eb) + alpha
+            ea = 0.0
+            if touching:
+                ea = nx * cx + ny * cy + nz * cz    # along a's contact normal (0 with none)
+                eb = nx * qx + ny * qy + nz * qz
+                mobile = wa * (1.0 - ea * ea) + wb * (1.0 - eb * eb) + alpha
+            else:                               # no normals: the same sums without their products by zero
+                mobile = wa + wb + alpha
             if mobile > 1e-9 * (wa + wb + alpha):
                 diag = mobile
                 rhs = link_rest[k] - length - alpha * link_lambda[k]
                 # through particle a, with the previous link: w_a (n_prev·n − (n_prev·c_a)(n·c_a))
-                off = -wa * (nx * px + ny * py + nz * pz - (px * cx + py * cy + pz * cz) * ea)
+                turn = nx * px + ny * py + nz * pz
+                off = -wa * (turn - (px * cx + py * cy + pz * cz) * ea) if touching else -wa * turn
         scratch[e, 0] = nx
         scratch[e, 1] = ny
         scratch[e, 2] = nz
@@ -497,19 +502,22 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
         gz += oz * dlam
     b = np.uint64(particles[e])
     wb = _mobility(inv_mass, contact, b, resting_only, touching)
-    cx, cy, cz = _normal(contact, b, resting_only, touching)
-    along = gx * cx + gy * cy + gz * cz
-    sink = 0.0                                           # its move into the surface [m], ≤ 0
-    if along > 0.0 and wb > 0.0:                         # pulled off the surface: it goes, and is free from now on
-        contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
-        along = 0.0
-    elif resting_only and along < 0.0:   # pressed into it: down to where it met the surface (the substep's
-        room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
-        sink = max(wb * along, -max(room, 0.0))          # start), the surface takes the rest (friction)
-        contact[b, 4] -= wb * along - sink
-    mx = wb * (gx - cx * along) + cx * sink
-    my = wb * (gy - cy * along) + cy * sink
-    mz = wb * (gz - cz * along) + cz * sink
+    if not touching:                                     # no normal: the same move without its products by zero
+        mx, my, mz = wb * gx, wb * gy, wb * gz
+    else:
+        cx, cy, cz = _normal(contact, b, resting_only, touching)
+        along = gx * cx + gy * cy + gz * cz
+        sink = 0.0                                       # its move into the surface [m], ≤ 0
+        if along > 0.0 and wb > 0.0:                     # pulled off the surface: it goes, and is free from now on
+            contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
+            along = 0.0
+        elif resting_only and along < 0.0:   # pressed into it: down to where it met the surface (the substep's
+            room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
+            sink = max(wb * along, -max(room, 0.0))      # start), the surface takes the rest (friction)
+            contact[b, 4] -= wb * along - sink
+        mx = wb * (gx - cx * along) + cx * sink
+        my = wb * (gy - cy * along) + cy * sink
+        mz = wb * (gz - cz * along) + cz * sink
     f = _held_back(contact, b, resting_only, touching, stuck, mx, my, mz)
     x[b, 0] += f * mx
     x[b, 1] += f * my
