@@ -185,36 +185,40 @@ def _pair_case(resting_only: bool) -> tuple:
 
 
 @pytest.mark.parametrize("resting_only", [True, False], ids=["the substep's solve", "after the collisions"])
-def test_two_yarns_solved_side_by_side_are_bit_for_bit_each_solved_alone(resting_only):
-    """``solve_yarn_pair`` (the solves' call: two yarns of a colour, their elimination and back substitution
-    interleaved) leaves positions, multipliers and contacts exactly as ``solve_yarn`` of each in turn, for pairs
-    of every length and kind (free, resting, friction-held, pinched, touching a two-way body, taut between pins)
-    and a colour's odd yarn out (y1 = −1). Exact, not within a tolerance: the same operations in the same order."""
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_yarns_solved_side_by_side_are_bit_for_bit_each_solved_alone(resting_only, size):
+    """``solve_yarn_group`` (the solves' call: up to four yarns of a colour, their eliminations and back substitutions
+    interleaved) leaves positions, multipliers and contacts exactly as ``solve_yarn`` of each in turn, for groups of
+    every size and yarns of every length and kind (free, resting, friction-held, pinched, touching a two-way body,
+    taut between pins), a colour's last group smaller where its yarns do not divide evenly. Exact, not within a
+    tolerance: the same operations in the same order."""
     yarns, rest, compliance, inv_mass, contact, x, x_prev, lam = _pair_case(resting_only)
     inv_h2 = 240.0 ** 2
     alone = [contact.copy(), x.copy(), lam.copy()]
-    paired = [contact.copy(), x.copy(), lam.copy()]
-    odd = 0
+    grouped = [contact.copy(), x.copy(), lam.copy()]
+    counts = set()
     for c in range(yarns.color_offsets.shape[0] - 1):
         start, end = int(yarns.color_offsets[c]), int(yarns.color_offsets[c + 1])
         for y in range(start, end):
             Y.solve_yarn(y, yarns.particles, yarns.links, yarns.offsets, yarns.scratch, rest, compliance, inv_h2,
                          inv_mass, alone[0], resting_only, alone[1], x_prev, alone[2])
-        for y in range(start, end, 2):
-            Y.solve_yarn_pair(y, y + 1 if y + 1 < end else -1, yarns.particles, yarns.links, yarns.offsets,
-                              yarns.scratch, rest, compliance, inv_h2, inv_mass, paired[0], resting_only, True,
-                              paired[1], x_prev, paired[2])
-        odd += (end - start) % 2
-    assert odd > 0, "the case needs a colour with an odd yarn out"
+        for y in range(start, end, size):
+            count = min(size, end - y)
+            counts.add(count)
+            Y.solve_yarn_group(y, count, yarns.particles, yarns.links, yarns.offsets, yarns.scratch, rest, compliance,
+                               inv_h2, inv_mass, grouped[0], resting_only, True, grouped[1], x_prev, grouped[2])
+    assert size in counts, f"the case needs a colour of at least {size} yarns"
+    assert size == 1 or len(counts) > 1, "the case needs a colour whose last group is smaller"
     assert not np.array_equal(alone[1], x), "the solve moved nothing"
-    for got, want in zip(paired, alone):
+    for got, want in zip(grouped, alone):
         assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("resting_only", [True, False], ids=["the substep's solve", "after the collisions"])
 def test_a_cloth_touching_nothing_is_solved_by_the_copy_without_contact_tests_to_the_bit(resting_only):
-    """With no contact (``touches`` False) ``solve_yarn_pair`` runs its copy compiled without the contact tests
-    (normals 0, mobilities the inverse masses); on the pair case's disc with every contact cleared it leaves positions,
+    """With no contact (``touches`` False) ``solve_yarn_group`` runs its copy compiled without the contact tests
+    (normals 0, mobilities the inverse masses, no products by them); on the pair case's disc with every contact
+    cleared it leaves positions,
     multipliers and contacts exactly as the copy with the tests (``touching`` True), pins and a taut yarn included.
     ``touches`` itself: False on cleared contacts, True for one particle resting on a collider at rest, and for one
     touching a moving collider (a normal, column 3 = 0) only after the collisions."""
@@ -226,10 +230,9 @@ def test_a_cloth_touching_nothing_is_solved_by_the_copy_without_contact_tests_to
     for touching, (c, xs, ls) in runs.items():
         for colour in range(yarns.color_offsets.shape[0] - 1):
             start, end = int(yarns.color_offsets[colour]), int(yarns.color_offsets[colour + 1])
-            for y in range(start, end, 2):
-                Y.solve_yarn_pair(y, y + 1 if y + 1 < end else -1, yarns.particles, yarns.links, yarns.offsets,
-                                  yarns.scratch, rest, compliance, inv_h2, inv_mass, c, resting_only, touching, xs,
-                                  x_prev, ls)
+            for y in range(start, end, 4):
+                Y.solve_yarn_group(y, min(4, end - y), yarns.particles, yarns.links, yarns.offsets, yarns.scratch,
+                                   rest, compliance, inv_h2, inv_mass, c, resting_only, touching, xs, x_prev, ls)
     assert not np.array_equal(runs[False][1], x), "the solve moved nothing"
     for got, want in zip(runs[False], runs[True]):
         assert np.array_equal(got, want)

@@ -43,7 +43,7 @@ from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import clothes_of
 from loom.systems.xpbd.predict import MODEL
-from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_pair, touches
+from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_group, touches
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
@@ -533,26 +533,26 @@ def _solve(iterations, inv_h2, bend_compliance, held):
 @numba.njit(inline="always", error_model="numpy")
 def _sweep_yarns(inv_h2, arrays, resting_only):
     """Every yarn of a cloth (``arrays``: its ``ConstraintArrays``) once, colour by colour (``yarns.solve_yarn``;
-    ``resting_only``: only contacts with colliders at rest hold particles, as in a substep's solve), two yarns of a
-    colour a call (``yarns.solve_yarn_pair``: their dependent chains side by side); each colour's pairs split over
-    the threads where the caller is parallel. ``solve_yarn_pair`` is called, not inlined: one compile serves
+    ``resting_only``: only contacts with colliders at rest hold particles, as in a substep's solve), four yarns of a
+    colour a call (``yarns.solve_yarn_group``: their dependent chains side by side); each colour's groups split over
+    the threads where the caller is parallel. ``solve_yarn_group`` is called, not inlined: one compile serves
     ``_solve_*`` and ``_yarns_*`` (inlined into both, a cold launch compiled it twice, 11 s more on a 2-core EPYC
-    VM), and a call per two yarns (tens of links) costs nothing measurable."""
+    VM), and a call per four yarns (tens of links) costs nothing measurable."""
     colors = arrays.yarn_color_offsets
     particles, links, offsets, scratch = arrays.yarn_particles, arrays.yarn_links, arrays.yarn_offsets, \
         arrays.yarn_scratch
     link_rest, link_compliance, inv_mass = arrays.link_rest, arrays.link_compliance, arrays.inv_mass
     contact, x, link_lambda, x_prev = arrays.contact, arrays.x, arrays.link_lambda, arrays.x_prev
     count = colors.shape[0] - 1
-    resting = bool(resting_only)                      # not a literal: one compile of solve_yarn_pair for both uses
+    resting = bool(resting_only)                      # not a literal: one compile of solve_yarn_group for both uses
     touching = touches(contact, resting)              # nothing touches: the copy without contact tests
     for step in range(count):
         c = step if resting_only else count - 1 - step
         start, end = np.int64(colors[c]), np.int64(colors[c + 1])
-        for pair in prange((end - start + 1) // 2):          # two yarns a call: their chains side by side
-            y = start + 2 * np.int64(pair)
-            solve_yarn_pair(y, y + 1 if y + 1 < end else np.int64(-1), particles, links, offsets, scratch, link_rest,
-                            link_compliance, inv_h2, inv_mass, contact, resting, touching, x, x_prev, link_lambda)
+        for group in prange((end - start + 3) // 4):         # four yarns a call: their chains side by side
+            y = start + 4 * np.int64(group)
+            solve_yarn_group(y, min(end - y, np.int64(4)), particles, links, offsets, scratch, link_rest,
+                             link_compliance, inv_h2, inv_mass, contact, resting, touching, x, x_prev, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -63,7 +63,7 @@ drop left a cloth stretched between them it stayed so (docs/models.md, "Friction
 NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 """numba's options for a kernel that allocates nothing: no reference counting (its private ``_nrt`` option, there
 since numba 0.4x; with a numba that drops it, the kernels compile with counting, slower, not wrong). A kernel whose
-per-entry helpers take arrays otherwise counts a reference to each array at every call (``solve_yarn_pair``)."""
+per-entry helpers take arrays otherwise counts a reference to each array at every call (``solve_yarn_group``)."""
 SCRATCH = 7
 """Scratch values per yarn entry: the direction of the link into it (3), then that link's row of the system after
 elimination: diagonal, right-hand side, and the off-diagonal with the previous link; and 1.0 if the link closes a
@@ -271,33 +271,33 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     its links' Δλ are known. Row e of ``scratch``: the unit direction of the link into entry e (0–2), the pivot's
     reciprocal (3), the right-hand side (4), the off-diagonal with the previous link (5).
 
-    This is ``solve_yarn_pair`` of y alone, in its copy with the contact tests (right whatever touches; on a cloth
-    touching nothing the same result as the copy without): the solves run it on two yarns at a time and ask
+    This is ``solve_yarn_group`` of y alone, in its copy with the contact tests (right whatever touches; on a cloth
+    touching nothing the same result as the copy without): the solves run it on four yarns at a time and ask
     ``touches`` once a pass, not once a yarn."""
-    solve_yarn_pair(y, -1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                    resting_only, True, x, x_prev, link_lambda)
+    solve_yarn_group(y, 1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                     resting_only, True, x, x_prev, link_lambda)
 
 
 @numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
-def solve_yarn_pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                    resting_only, touching, x, x_prev, link_lambda):
-    """``solve_yarn`` of yarns y0 and y1 (y1 < 0: y0 alone), which must share no particle (two yarns of one colour),
-    with their two dependent chains, the forward elimination and the back substitution, run side by side.
+def solve_yarn_group(y0, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass,
+                     contact, resting_only, touching, x, x_prev, link_lambda):
+    """``solve_yarn`` of the ``count`` (1 … 4) yarns y0 … y0 + count − 1, which must share no particle (yarns of one
+    colour), with their dependent chains, the forward elimination and the back substitution, run side by side.
 
     ``touching``: ``touches(contact, resting_only)``, whether any particle of the cloth touches something this solve
     counts. Without, every normal is zero and every mobility the inverse mass, so the solve runs a copy of its loops
-    compiled with those constants (``_pair`` called with a literal False: numba compiles it once per literal and
-    folds the contact tests away in that copy): the same positions to the bit, without reading ``contact`` at every
-    entry. The cape game's cape touches nothing in every substep's solve and in four of five passes after the
-    collisions, the flag game's flag never: their frames 9–11 % and 8 % cheaper (docs/performance.md, "Stop 39").
-    The cost: a first launch compiles ``_pair``, ``_rows`` and ``_project_links`` twice (3.0 → 5.8 s for the pair,
-    2-core Xeon VM); the same branch on a runtime flag, compiled once, saved about half as much."""
+    compiled with those constants (``_group`` called with a literal False: numba compiles it once per literal and
+    folds the contact tests away in that copy, and the normals' products by zero are skipped): the same positions to
+    the bit, without reading ``contact`` at every entry. The cape game's cape touches nothing in every substep's
+    solve and in four of five passes after the collisions, the flag game's flag never (docs/performance.md, "Stop
+    39" and "Stop 40"). The cost: a first launch compiles ``_group``, ``_rows`` and ``_project_links`` twice; the
+    same branch on a runtime flag, compiled once, saved about half as much (stop 39)."""
     if touching:
-        _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-              resting_only, True, x, x_prev, link_lambda)
+        _group(y0, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+               resting_only, True, x, x_prev, link_lambda)
     else:
-        _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-              resting_only, False, x, x_prev, link_lambda)
+        _group(y0, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+               resting_only, False, x, x_prev, link_lambda)
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -313,64 +313,56 @@ def touches(contact, resting_only):
 
 
 @numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
-def _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-          resting_only, touching, x, x_prev, link_lambda):
-    """``solve_yarn_pair``'s body, called with ``touching`` a literal True or False (one compiled copy each).
+def _group(y0, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+           resting_only, touching, x, x_prev, link_lambda):
+    """``solve_yarn_group``'s body, called with ``touching`` a literal True or False (one compiled copy each).
 
     Each yarn's elimination is a chain of divisions and its back substitution a chain through Δλ of the link after:
-    each step waits for the one before, so one yarn leaves the core idle most of each step's latency. Two yarns'
-    steps interleaved are two independent chains the core runs at once. Each yarn's arithmetic is the same, in the
-    same order, as alone, and the two touch different particles, links and scratch rows, so the result is bit for
-    bit ``solve_yarn`` of each in turn (tests/test_yarns.py). Measured on the cape game's cape (1,200 yarn entries,
-    one thread, the substep's solve / the pass after the collisions): see docs/performance.md."""
+    each step waits for the one before, so one yarn leaves the core idle most of each step's latency. Four yarns'
+    steps interleaved are four independent chains the core runs at once (two until stop 40; four: the cape's pass
+    after the collisions 18.6 → 15.4–16.1 µs, one thread, docs/performance.md). Each yarn's arithmetic is the same, in
+    the same order, as alone, and the yarns touch different particles, links and scratch rows, so the result is bit
+    for bit ``solve_yarn`` of each in turn (tests/test_yarns.py)."""
     one = np.uint64(1)
-    a_first = np.uint64(offsets[y0])                # unsigned entries: no wraparound test per access
-    a_last = np.uint64(offsets[y0 + 1] - 1)         # entries first … last: particles; links first + 1 … last
-    a_mode, a_stuck = _rows(a_first, a_last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass,
-                            contact, resting_only, touching, x, link_lambda)
-    b_first = b_last = np.uint64(0)
-    b_mode, b_stuck = _DONE, False
-    if y1 >= 0:
-        b_first = np.uint64(offsets[y1])
-        b_last = np.uint64(offsets[y1 + 1] - 1)
-        b_mode, b_stuck = _rows(b_first, b_last, particles, links, scratch, link_rest, link_compliance, inv_h2,
-                                inv_mass, contact, resting_only, touching, x, link_lambda)
-    for first, last, stuck, mode in ((a_first, a_last, a_stuck, a_mode), (b_first, b_last, b_stuck, b_mode)):
-        if mode == _LINKS:                          # pinned farther apart than its rest length: link by link
-            _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
-                           resting_only, touching, stuck, x, link_lambda)
-    a_on = a_mode == _SOLVE
-    b_on = b_mode == _SOLVE
-    if not (a_on or b_on):
+    a_first, a_last, a_on, a_stuck = _open(y0, 0, count, particles, links, offsets, scratch, link_rest,
+                                           link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
+                                           link_lambda)
+    b_first, b_last, b_on, b_stuck = _open(y0, 1, count, particles, links, offsets, scratch, link_rest,
+                                           link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
+                                           link_lambda)
+    c_first, c_last, c_on, c_stuck = _open(y0, 2, count, particles, links, offsets, scratch, link_rest,
+                                           link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
+                                           link_lambda)
+    d_first, d_last, d_on, d_stuck = _open(y0, 3, count, particles, links, offsets, scratch, link_rest,
+                                           link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
+                                           link_lambda)
+    if not (a_on or b_on or c_on or d_on):
         return
-    # forward elimination, the dependent chain: the first link's pivot, then the two yarns' links side by side
-    a_pivot = a_rhs = b_pivot = b_rhs = 0.0
-    a_e = b_e = one                                 # an idle yarn: its next entry past its last (0)
-    if a_on:
-        a_pivot = 1.0 / scratch[a_first + one, 3]
-        scratch[a_first + one, 3] = a_pivot
-        a_rhs = scratch[a_first + one, 4]
-        a_e = a_first + np.uint64(2)
-    if b_on:
-        b_pivot = 1.0 / scratch[b_first + one, 3]
-        scratch[b_first + one, 3] = b_pivot
-        b_rhs = scratch[b_first + one, 4]
-        b_e = b_first + np.uint64(2)
-    a_end = a_last if a_on else np.uint64(0)
-    b_end = b_last if b_on else np.uint64(0)
-    while a_e <= a_end or b_e <= b_end:             # one copy of each step (a first launch compiles less)
+    # forward elimination, the dependent chains: each yarn's first link's pivot, then the yarns' links side by side
+    a_pivot, a_rhs, a_e, a_end = _first_pivot(a_first, a_last, a_on, scratch)
+    b_pivot, b_rhs, b_e, b_end = _first_pivot(b_first, b_last, b_on, scratch)
+    c_pivot, c_rhs, c_e, c_end = _first_pivot(c_first, c_last, c_on, scratch)
+    d_pivot, d_rhs, d_e, d_end = _first_pivot(d_first, d_last, d_on, scratch)
+    while a_e <= a_end or b_e <= b_end or c_e <= c_end or d_e <= d_end:   # one copy of each step per yarn
         if a_e <= a_end:
             a_pivot, a_rhs = _eliminate(a_e, scratch, a_pivot, a_rhs)
             a_e += one
         if b_e <= b_end:
             b_pivot, b_rhs = _eliminate(b_e, scratch, b_pivot, b_rhs)
             b_e += one
+        if c_e <= c_end:
+            c_pivot, c_rhs = _eliminate(c_e, scratch, c_pivot, c_rhs)
+            c_e += one
+        if d_e <= d_end:
+            d_pivot, d_rhs = _eliminate(d_e, scratch, d_pivot, d_rhs)
+            d_e += one
     # back substitution from each yarn's last entry to its first: Δλ of the link after, and its direction
     a_below = a_ox = a_oy = a_oz = 0.0
     b_below = b_ox = b_oy = b_oz = 0.0
-    a_e = a_last
-    b_e = b_last
-    while a_on or b_on:
+    c_below = c_ox = c_oy = c_oz = 0.0
+    d_below = d_ox = d_oy = d_oz = 0.0
+    a_e, b_e, c_e, d_e = a_last, b_last, c_last, d_last
+    while a_on or b_on or c_on or d_on:
         if a_on:
             a_below, a_ox, a_oy, a_oz = _substitute(a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, particles, links,
                                                     scratch, inv_mass, contact, resting_only, touching, a_stuck, x,
@@ -383,6 +375,48 @@ def _pair(y0, y1, particles, links, offsets, scratch, link_rest, link_compliance
                                                     x_prev, link_lambda)
             b_on = b_e != b_first
             b_e -= one if b_on else np.uint64(0)
+        if c_on:
+            c_below, c_ox, c_oy, c_oz = _substitute(c_e, c_first, c_last, c_below, c_ox, c_oy, c_oz, particles, links,
+                                                    scratch, inv_mass, contact, resting_only, touching, c_stuck, x,
+                                                    x_prev, link_lambda)
+            c_on = c_e != c_first
+            c_e -= one if c_on else np.uint64(0)
+        if d_on:
+            d_below, d_ox, d_oy, d_oz = _substitute(d_e, d_first, d_last, d_below, d_ox, d_oy, d_oz, particles, links,
+                                                    scratch, inv_mass, contact, resting_only, touching, d_stuck, x,
+                                                    x_prev, link_lambda)
+            d_on = d_e != d_first
+            d_e -= one if d_on else np.uint64(0)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _open(y0, i, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+          resting_only, touching, x, link_lambda):
+    """Yarn y0 + i of a group of ``count``: its rows (``_rows``), or its links one by one when it is taut between two
+    fixed particles (``_project_links``); returns (first entry, last entry, whether the tridiagonal solve runs on it,
+    ``stuck``). A yarn past the group's count: (0, 0, False, False)."""
+    if i >= count:
+        return np.uint64(0), np.uint64(0), False, False
+    first = np.uint64(offsets[y0 + i])              # unsigned entries: no wraparound test per access
+    last = np.uint64(offsets[y0 + i + 1] - 1)       # entries first … last: particles; links first + 1 … last
+    mode, stuck = _rows(first, last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass,
+                        contact, resting_only, touching, x, link_lambda)
+    if mode == _LINKS:                              # pinned farther apart than its rest length: link by link
+        _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                       resting_only, touching, stuck, x, link_lambda)
+    return first, last, mode == _SOLVE, stuck
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _first_pivot(first, last, on, scratch):
+    """The elimination's start for a yarn at entries first … last: (the first link's pivot reciprocal, its right-hand
+    side, the next entry, the last entry); a yarn not solved (``on`` False) starts past its end (1, 0)."""
+    one = np.uint64(1)
+    if not on:
+        return 0.0, 0.0, one, np.uint64(0)
+    pivot = 1.0 / scratch[first + one, 3]
+    scratch[first + one, 3] = pivot
+    return pivot, scratch[first + one, 4], first + np.uint64(2), last
 
 
 _SOLVE, _DONE, _LINKS = 0, 1, 2
@@ -395,7 +429,7 @@ def _rows(first, last, particles, links, scratch, link_rest, link_compliance, in
           touching, x, link_lambda):
     """The rows pass of the yarn at entries first … last (``solve_yarn``): each link's direction, diagonal,
     right-hand side and off-diagonal into ``scratch``; returns (``_SOLVE``, ``_DONE`` or ``_LINKS``, whether friction
-    holds its particles after the collisions (``_held_back``'s ``stuck``)). ``touching``: ``solve_yarn_pair``'s, a
+    holds its particles after the collisions (``_held_back``'s ``stuck``)). ``touching``: ``solve_yarn_group``'s, a
     literal there, so numba compiles one copy for each value, the contact tests folded away in the False one."""
     if last <= first:
         return _DONE, False
@@ -547,7 +581,7 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
     """The links of yarn entries first … last projected one after another (XPBD eq. 18, as a sweep does), each
     particle with its mobility in this solve (``_mobility``) and, after the collisions, one friction holds held back
     by the friction it has left (``_held_back``). Called, not inlined: a rare path (a yarn taut between two fixed
-    particles, once a pass), and inlined into both copies of ``_pair`` it cost a first launch 0.6 s of compiling."""
+    particles, once a pass), and inlined into both copies of ``_group`` it cost a first launch 0.6 s of compiling."""
     for e in range(first + np.uint64(1), last + np.uint64(1)):
         a = np.uint64(particles[e - np.uint64(1)])
         b = np.uint64(particles[e])
@@ -600,7 +634,7 @@ def _normal(contact, p, resting_only, touching):
     the code the two returns make of the loop, not mispredictions. The same operations on the same values: the
     drapes' strains and the sheet benchmark's bit-for-bit match with its plain kernel are unchanged (a normal zeroed
     by the select may be −0 where the branch gave +0). Zero where nothing touches (``touching`` False, a constant
-    in ``_pair``'s copy for a cloth touching nothing: no load, and the test folded away)."""
+    in ``_group``'s copy for a cloth touching nothing: no load, and the test folded away)."""
     if not touching:
         return 0.0, 0.0, 0.0
     on = 1.0 if contact[p, 3] > 0.0 or not resting_only else 0.0
