@@ -48,6 +48,7 @@ from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM
                                  Prism, Sphere, TriangleMesh, quaternion_of)
 from loom.engine import App, cold_kernels
 from loom.systems.shared.held import HeldByArrays, hold
+from loom.systems.shared.plan import Plan, nothing
 from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
 
 CCD_STEPS = 24
@@ -185,34 +186,37 @@ def _report_new_contacts(app: App, packed: ColliderSet) -> None:
     packed.touching = touched
 
 
-def collide_environment(app: App, h: float) -> None:
-    """Project each substepped cloth's particles out of every collider, with friction and CCD."""
+def collide_environment(app: App, h: float) -> Plan:
+    """Project each substepped cloth's particles out of every collider, with friction and CCD; returns the plan for
+    the step's other substeps (``loom.systems.shared.plan``: the same kernels, each substep's part of the step)."""
     packed = app.resources.get(ColliderSet)
     if packed is None or packed.count == 0:
         if app.clock.substep_index == 0:             # nothing to touch: no contact normal from an earlier collider
             for _, cloth in app.query(Cloth):        # (once a step: only this system writes contacts; a test per
                 if cloth.substepped and cloth.contact.any():    # cloth and substep cost 100 flags 1 ms a frame)
                     cloth.contact[:] = 0.0
-        return
-    clock = app.clock
-    a0 = clock.substep_index / clock.substeps
-    a1 = (clock.substep_index + 1) / clock.substeps
+        return nothing
     scratch = app.init_resource(ContactScratch)
     scratch.fit(packed.count)
     parallel = app.step_threads > 1
-    for _, cloth in app.query(Cloth):
-        if not cloth.substepped:
-            continue
-        m = cloth.material
-        kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
-        kernel = kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES]
-        near = _touches(scratch.colliders, scratch.frames, a0, a1, m.thickness, m.friction, cloth.mass,
-                        cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact)
-        if near == 0 and _may_skip(kernel):
-            cloth.contact.fill(0.0)                  # what the contact kernel writes for a particle touching nothing
-            continue
-        kernel(scratch.colliders, scratch.frames, near, 1.0 / h, m.thickness, m.friction, cloth.mass, cloth.inv_mass,
-               cloth.x_prev, cloth.x, cloth.contact)
+    kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
+    rows = [(kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES], cloth.material.thickness,
+             cloth.material.friction, cloth.mass, cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact)
+            for _, cloth in app.query(Cloth) if cloth.substepped]
+    colliders, frames = scratch.colliders, scratch.frames
+
+    def plan(app: App, h: float) -> None:
+        clock = app.clock
+        a0 = clock.substep_index / clock.substeps
+        a1 = (clock.substep_index + 1) / clock.substeps
+        for kernel, thickness, friction, mass, inv_mass, x_prev, x, contact in rows:
+            near = _touches(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_prev, x, contact)
+            if near == 0 and _may_skip(kernel):
+                contact.fill(0.0)                    # what the contact kernel writes for a particle touching nothing
+                continue
+            kernel(colliders, frames, near, 1.0 / h, thickness, friction, mass, inv_mass, x_prev, x, contact)
+    plan(app, h)
+    return plan
 
 
 def _may_skip(kernel: Any) -> bool:

@@ -54,6 +54,7 @@ from loom.components import Box, Capsule, Collider, ColliderSet, PixelSpace, Pri
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.engine import App
 from loom.systems.shared.held import HeldByArrays, hold
+from loom.systems.shared.plan import Plan, nothing
 
 _Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # local y → world z (capsule axis)
 
@@ -132,19 +133,24 @@ def _turn_z(angle: float) -> tuple[tuple[float, float, float], ...]:
     return ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
 
 
-def couple_bodies(app: App, h: float) -> None:
+def couple_bodies(app: App, h: float) -> Plan:
     """Before substep k's contacts: each two-way body takes the momentum the cloth gave it in substep k − 1, and
-    its colliders are moved over substep k with it and the predicted impulse of substep k (module docstring)."""
+    its colliders are moved over substep k with it and the predicted impulse of substep k (module docstring).
+    Returns the plan for the step's other substeps (``loom.systems.shared.plan``: the same kernel, each substep's
+    part of the step)."""
     packed = app.resources.get(ColliderSet)
     if packed is None or packed.count == 0:
-        return
+        return nothing
     coupling = app.init_resource(Coupling)
-    clock = app.clock
-    k, substeps = clock.substep_index, clock.substeps
-    if k == 0 and not coupling.begin(app, packed):
-        return
-    if coupling.rigids:
-        _couple_substep(coupling.held, coupling.packed, k > 0, k / substeps, (k + 1) / substeps, h)
+    if app.clock.substep_index == 0 and not coupling.begin(app, packed) or not coupling.rigids:
+        return nothing
+    held, rows = coupling.held, coupling.packed
+
+    def plan(app: App, h: float) -> None:
+        k, substeps = app.clock.substep_index, app.clock.substeps
+        _couple_substep(held, rows, k > 0, k / substeps, (k + 1) / substeps, h)
+    plan(app, h)
+    return plan
 
 
 def collect_impulses(app: App, dt: float) -> None:

@@ -15,6 +15,7 @@ from loom.components import Cloth, Pin, Transform
 from loom.engine import App
 from loom.engine.cold_kernels import pick, python_twin
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
+from loom.systems.shared.plan import Plan
 
 
 def prepare_pins(app: App, dt: float) -> None:
@@ -75,21 +76,30 @@ def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
     pick(_hold, cloth.x.shape[0])(pin.index, pin.active, cloth.x, cloth.base_inv_mass, pin.step_start, cloth.inv_mass)
 
 
-def pin_particles(app: App, h: float) -> None:
-    """Move active pinned particles to their targets interpolated at this substep."""
+def pin_particles(app: App, h: float) -> Plan:
+    """Move active pinned particles to their targets interpolated at this substep; returns the plan for the step's
+    other substeps (``loom.systems.shared.plan``: the same kernels, each substep's fraction of the step)."""
     clock = app.clock
-    alpha = (clock.substep_index + 1) / clock.substeps
     pairs = app.query(Cloth, Pin)
     if batchable([cloth for _, cloth, _ in pairs]):    # many pinned cloths: one call
         batch = app.init_resource(PinBatch)
         if clock.substep_index == 0:
             batch.update([(cloth, pin) for _, cloth, pin in pairs if cloth.substepped])
-        if batch.lists:
-            _move_pins_batch(*batch.lists, alpha)
-        return
-    for _, cloth, pin in pairs:
-        if cloth.substepped:
-            pick(_move_pins, cloth.x.shape[0])(pin.index, pin.active, pin.step_start, pin.step_end, alpha, cloth.x)
+        lists = batch.lists
+
+        def plan(app: App, h: float) -> None:
+            if lists:
+                _move_pins_batch(*lists, (app.clock.substep_index + 1) / app.clock.substeps)
+    else:
+        rows = [(pick(_move_pins, cloth.x.shape[0]), pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
+                for _, cloth, pin in pairs if cloth.substepped]
+
+        def plan(app: App, h: float) -> None:
+            alpha = (app.clock.substep_index + 1) / app.clock.substeps
+            for kernel, index, active, step_start, step_end, x in rows:
+                kernel(index, active, step_start, step_end, alpha, x)
+    plan(app, h)
+    return plan
 
 
 class PinTargetBatch(Batch):

@@ -42,6 +42,7 @@ from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisi
 from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import clothes_of
+from loom.systems.shared.plan import Call, Plan, run
 from loom.systems.xpbd.predict import MODEL
 from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_group, touches
 
@@ -59,8 +60,9 @@ Measured, 300-step hangs of a compliant sheet (0.05 m/N, 2 kg/m², limit 10 %) f
 passes' worth per substep on average with tethers at 32² / 64² (at most 2.5), 1.6 / 3.2 without (at most 21)."""
 
 
-def solve_constraints(app: App, h: float) -> None:
-    """Project every XPBD cloth's links, bend angles and tethers ``cloth.iterations`` times.
+def solve_constraints(app: App, h: float) -> Plan:
+    """Project every XPBD cloth's links, bend angles and tethers ``cloth.iterations`` times; returns the plan for the
+    step's other substeps (``loom.systems.shared.plan``: the same kernel calls).
 
     Large cloths split each colour over the threads; two or more small ones go to one kernel
     call as a batch, a cloth per thread (``ConstraintBatch``)."""
@@ -74,41 +76,46 @@ def solve_constraints(app: App, h: float) -> None:
         tables.plain = {id(cloth) for _, cloth, tear in app.query(Cloth, Tearable) if tear.active}
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     batch = None
+    calls: list[Call] = []
     if batchable(small, heavy=True, threads=threads):
         batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
             batch.update(small, tables)
-        _solve_batch(inv_h2, batch.iterations, batch.bend_compliance, batch.clothes)   # a cloth per thread
+        calls.append((_solve_batch, (inv_h2, batch.iterations, batch.bend_compliance, batch.clothes)))
     for cloth in clothes:
         if batch is None or cloth.link_count >= PARALLEL_MIN_LINKS:
-            _sweep_kernel(cloth, parallel)(cloth.iterations, inv_h2, cloth.material.bend_angle_compliance,
-                                          tables.get(cloth))
+            calls.append((_sweep_kernel(cloth, parallel), (cloth.iterations, inv_h2,
+                                                           cloth.material.bend_angle_compliance, tables.get(cloth))))
+    return run(calls)
 
 
-def settle_yarns(app: App, h: float) -> None:
+def settle_yarns(app: App, h: float) -> Plan:
     """After the collisions: every XPBD cloth's yarns (``Cloth.yarns``) once more, with this substep's contact normals.
 
     The environment and self-collision moved particles after the solve (a contact pushes a particle out along its
     normal and friction holds it back, lengthening its links); one more pass of each yarn, which slides resting
     particles along their surfaces and never into them, takes that stretch out before the velocities are updated.
     Measured on the 64² drapes at rest: the strain the collisions leave, 1.3–1.7 %, falls to 0.04–0.4 %; with it,
-    one sweep per substep before the collisions does as well as two without it (docs/models.md, "Stiffness")."""
+    one sweep per substep before the collisions does as well as two without it (docs/models.md, "Stiffness").
+    Returns the plan for the step's other substeps (the same kernel calls)."""
     clothes = clothes_of(app, MODEL)
     inv_h2 = 1.0 / (h * h)
     tables = app.init_resource(ConstraintTables)
     small = [cloth for cloth in clothes if cloth.link_count < PARALLEL_MIN_LINKS]
     threads = app.step_threads
     batch = app.resources.get(ConstraintBatch) if batchable(small, heavy=True, threads=threads) else None
+    calls: list[Call] = []
     if batch is not None:                          # set up by this step's solve: a cloth per thread
-        _yarns_batch(inv_h2, batch.clothes)
+        calls.append((_yarns_batch, (inv_h2, batch.clothes)))
     parallel = threads > 1
     for cloth in clothes:
         if tables.uses_yarns(cloth) and (batch is None or cloth.link_count >= PARALLEL_MIN_LINKS):
             kernel = _yarns_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _yarns_serial
-            kernel(inv_h2, tables.get(cloth))
+            calls.append((kernel, (inv_h2, tables.get(cloth))))
+    return run(calls)
 
 
-def limit_links(app: App, h: float) -> None:
+def limit_links(app: App, h: float) -> Plan:
     """Provot 1995's deformation limit, last in the substep (after the collisions and ``settle_yarns``): no stretch
     link of an XPBD cloth longer than (1 + material.stretch_limit) × rest, and with material.strain_limit no stretch
     or shear link longer than (1 + strain_limit) × rest (``Cloth.link_max``), whatever the solve and the contacts
@@ -116,7 +123,8 @@ def limit_links(app: App, h: float) -> None:
 
     A cloth that can tear (an active ``Tearable``: ``ConstraintTables.plain``, refreshed by this step's solve) keeps
     only Provot's ``strain_limit``: it tears where a link stays overstretched, so the stretch limit, which would hold
-    every link under the tear strain, is not applied."""
+    every link under the tear strain, is not applied. Returns the plan for the step's other substeps (the same
+    limits on the same arrays)."""
     limits = None
     tearing = app.init_resource(ConstraintTables).plain
     work = []
@@ -128,11 +136,10 @@ def limit_links(app: App, h: float) -> None:
         bounds = cloth.link_max if id(cloth) not in tearing else app.init_resource(ProvotBounds).get(cloth)
         work.append((cloth, limits.get(cloth, bounds)))
     if batchable([cloth for cloth, _ in work]):          # many cloths: one kernel call (``LimitBatch``)
-        app.init_resource(LimitBatch).apply_all([(limit, cloth.inv_mass, cloth.x, cloth.contact)
-                                                 for cloth, limit in work], STRAIN_LIMIT_MAX_PASSES)
-        return
-    for cloth, limit in work:
-        limit.apply(STRAIN_LIMIT_MAX_PASSES, cloth.inv_mass, cloth.x, cloth.contact)
+        rows = [(limit, cloth.inv_mass, cloth.x, cloth.contact) for cloth, limit in work]
+        return run([(app.init_resource(LimitBatch).apply_all, (rows, STRAIN_LIMIT_MAX_PASSES))])
+    return run([(limit.apply, (STRAIN_LIMIT_MAX_PASSES, cloth.inv_mass, cloth.x, cloth.contact))
+                for cloth, limit in work])
 
 
 class ProvotBounds:

@@ -17,6 +17,7 @@ from loom.components import Cloth, Gravity
 from loom.engine import App
 from loom.systems.shared.batch import Batch, batchable, revisions
 from loom.systems.shared.model_index import clothes_of
+from loom.systems.shared.plan import Plan, run
 
 MODEL = "xpbd"
 """The ``Cloth.model`` this package steps (registered in ``loom.systems.registry``)."""
@@ -56,27 +57,38 @@ def _batch(app: App, clothes: list[Cloth]) -> IntegrationBatch | None:
     return batch
 
 
-def predict_positions(app: App, h: float) -> None:
-    """XPBD cloths: apply gravity and external forces for a substep of h [s] and predict positions."""
+def predict_positions(app: App, h: float) -> Plan:
+    """XPBD cloths: apply gravity and external forces for a substep of h [s] and predict positions; returns the
+    plan for the step's other substeps (``loom.systems.shared.plan``: the same kernels, gravity read at each)."""
     g = app.resource(Gravity).acceleration
     clothes = _xpbd_cloths(app)
     batch = _batch(app, clothes)
     if batch is not None:
-        _predict_batch(*batch.lists, g[0], g[1], g[2], h)
-        return
-    for cloth in clothes:
-        _predict(cloth.inv_mass, cloth.force, g[0], g[1], g[2], h, cloth.x, cloth.v, cloth.x_prev)
+        lists = batch.lists
+
+        def plan(app: App, h: float) -> None:
+            _predict_batch(*lists, g[0], g[1], g[2], h)
+    else:
+        rows = [(cloth.inv_mass, cloth.force, cloth.x, cloth.v, cloth.x_prev) for cloth in clothes]
+
+        def plan(app: App, h: float) -> None:
+            for inv_mass, force, x, v, x_prev in rows:
+                _predict(inv_mass, force, g[0], g[1], g[2], h, x, v, x_prev)
+    plan(app, h)
+    return plan
 
 
-def update_velocities(app: App, h: float) -> None:
-    """XPBD cloths: set velocities from the substep's position change and apply the material's damping."""
+def update_velocities(app: App, h: float) -> Plan:
+    """XPBD cloths: set velocities from the substep's position change and apply the material's damping; returns the
+    plan for the step's other substeps (the same kernels and decay)."""
     clothes = _xpbd_cloths(app)
     batch = app.resources.get(IntegrationBatch) if batchable(clothes) else None
     if batch is not None and len(batch.decay) == len(clothes):       # set up by this step's predict
-        _update_batch(*batch.lists, 1.0 / h, batch.decay)
-        return
-    for cloth in clothes:
-        _update(cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v)
+        calls = [(_update_batch, (*batch.lists, 1.0 / h, batch.decay))]
+    else:
+        calls = [(_update, (cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v))
+                 for cloth in clothes]
+    return run(calls)
 
 
 def clear_forces(app: App, dt: float) -> None:
