@@ -92,6 +92,9 @@ class App:
         """Frames per second and ms per step over the last second, the first step (compile) left out (HUDs)."""
         self.profiling = False
         """When True, ``step`` times every system; totals accumulate in ``system_seconds``."""
+        self.plans = True
+        """When False, the plans SUBSTEP systems return are not used: each system runs at every substep (to check a
+        plan against its system; ``add_system``)."""
         self.system_seconds: dict[str, float] = {}
         """Wall-clock seconds spent in each system while profiling, by system name."""
         self.threads: int | None = None
@@ -454,7 +457,7 @@ class App:
                     clock.substep_index = 0
                     for i, system in enumerate(sub):     # a system may return its plan for the rest of the step
                         plan = system(self, h)
-                        if callable(plan):
+                        if callable(plan) and self.plans:
                             sub[i] = plan
                     for k in range(1, substeps):
                         clock.substep_index = k
