@@ -363,30 +363,31 @@ def _group(y0, count, particles, links, offsets, scratch, link_rest, link_compli
     d_below = d_ox = d_oy = d_oz = 0.0
     a_e, b_e, c_e, d_e = a_last, b_last, c_last, d_last
     while a_on or b_on or c_on or d_on:
-        if a_on:
-            a_below, a_ox, a_oy, a_oz = _substitute(a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, particles, links,
-                                                    scratch, inv_mass, contact, resting_only, touching, a_stuck, x,
-                                                    x_prev, link_lambda)
-            a_on = a_e != a_first
-            a_e -= one if a_on else np.uint64(0)
-        if b_on:
-            b_below, b_ox, b_oy, b_oz = _substitute(b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz, particles, links,
-                                                    scratch, inv_mass, contact, resting_only, touching, b_stuck, x,
-                                                    x_prev, link_lambda)
-            b_on = b_e != b_first
-            b_e -= one if b_on else np.uint64(0)
-        if c_on:
-            c_below, c_ox, c_oy, c_oz = _substitute(c_e, c_first, c_last, c_below, c_ox, c_oy, c_oz, particles, links,
-                                                    scratch, inv_mass, contact, resting_only, touching, c_stuck, x,
-                                                    x_prev, link_lambda)
-            c_on = c_e != c_first
-            c_e -= one if c_on else np.uint64(0)
-        if d_on:
-            d_below, d_ox, d_oy, d_oz = _substitute(d_e, d_first, d_last, d_below, d_ox, d_oy, d_oz, particles, links,
-                                                    scratch, inv_mass, contact, resting_only, touching, d_stuck, x,
-                                                    x_prev, link_lambda)
-            d_on = d_e != d_first
-            d_e -= one if d_on else np.uint64(0)
+        a_on, a_e, a_below, a_ox, a_oy, a_oz = _back(a_on, a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, a_stuck,
+                                                     particles, links, scratch, inv_mass, contact, resting_only,
+                                                     touching, x, x_prev, link_lambda)
+        b_on, b_e, b_below, b_ox, b_oy, b_oz = _back(b_on, b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz, b_stuck,
+                                                     particles, links, scratch, inv_mass, contact, resting_only,
+                                                     touching, x, x_prev, link_lambda)
+        c_on, c_e, c_below, c_ox, c_oy, c_oz = _back(c_on, c_e, c_first, c_last, c_below, c_ox, c_oy, c_oz, c_stuck,
+                                                     particles, links, scratch, inv_mass, contact, resting_only,
+                                                     touching, x, x_prev, link_lambda)
+        d_on, d_e, d_below, d_ox, d_oy, d_oz = _back(d_on, d_e, d_first, d_last, d_below, d_ox, d_oy, d_oz, d_stuck,
+                                                     particles, links, scratch, inv_mass, contact, resting_only,
+                                                     touching, x, x_prev, link_lambda)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _back(on, e, first, last, below, ox, oy, oz, stuck, particles, links, scratch, inv_mass, contact, resting_only,
+          touching, x, x_prev, link_lambda):
+    """One step of a yarn's back substitution (``_substitute`` at entry e) while it is ``on``; returns (whether it
+    goes on, its next entry, Δλ of the link into e and that link's direction)."""
+    if on:
+        below, ox, oy, oz = _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, inv_mass,
+                                        contact, resting_only, touching, stuck, x, x_prev, link_lambda)
+        on = e != first
+        e -= np.uint64(1) if on else np.uint64(0)
+    return on, e, below, ox, oy, oz
 
 
 @numba.njit(inline="always", error_model="numpy")
