@@ -187,11 +187,11 @@ def _pair_case(resting_only: bool) -> tuple:
 @pytest.mark.parametrize("resting_only", [True, False], ids=["the substep's solve", "after the collisions"])
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_yarns_solved_side_by_side_are_bit_for_bit_each_solved_alone(resting_only, size):
-    """``solve_yarn_group`` (the solves' call: up to four yarns of a colour, their eliminations and back substitutions
-    interleaved) leaves positions, multipliers and contacts exactly as ``solve_yarn`` of each in turn, for groups of
-    every size and yarns of every length and kind (free, resting, friction-held, pinched, touching a two-way body,
-    taut between pins), a colour's last group smaller where its yarns do not divide evenly. Exact, not within a
-    tolerance: the same operations in the same order."""
+    """``solve_yarn_group`` (the solves' call: up to four yarns of a colour, their eliminations interleaved, their
+    back substitutions two at a time) leaves positions, multipliers and contacts exactly as ``solve_yarn`` of each in
+    turn, for groups of every size and yarns of every length and kind (free, resting, friction-held, pinched,
+    touching a two-way body, taut between pins), a colour's last group smaller where its yarns do not divide evenly.
+    Exact, not within a tolerance: the same operations in the same order."""
     yarns, rest, compliance, inv_mass, contact, x, x_prev, lam = _pair_case(resting_only)
     inv_h2 = 240.0 ** 2
     alone = [contact.copy(), x.copy(), lam.copy()]

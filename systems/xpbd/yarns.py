@@ -282,7 +282,7 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
 def solve_yarn_group(y0, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass,
                      contact, resting_only, touching, x, x_prev, link_lambda):
     """``solve_yarn`` of the ``count`` (1 … 4) yarns y0 … y0 + count − 1, which must share no particle (yarns of one
-    colour), with their dependent chains, the forward elimination and the back substitution, run side by side.
+    colour), their dependent chains run side by side: the four eliminations, then the back substitutions two by two.
 
     ``touching``: ``touches(contact, resting_only)``, whether any particle of the cloth touches something this solve
     counts. Without, every normal is zero and every mobility the inverse mass, so the solve runs a copy of its loops
@@ -318,11 +318,12 @@ def _group(y0, count, particles, links, offsets, scratch, link_rest, link_compli
     """``solve_yarn_group``'s body, called with ``touching`` a literal True or False (one compiled copy each).
 
     Each yarn's elimination is a chain of divisions and its back substitution a chain through Δλ of the link after:
-    each step waits for the one before, so one yarn leaves the core idle most of each step's latency. Four yarns'
-    steps interleaved are four independent chains the core runs at once (two until stop 40; four: the cape's pass
-    after the collisions 18.6 → 15.4–16.1 µs, one thread, docs/performance.md). Each yarn's arithmetic is the same, in
-    the same order, as alone, and the yarns touch different particles, links and scratch rows, so the result is bit
-    for bit ``solve_yarn`` of each in turn (tests/test_yarns.py)."""
+    each step waits for the one before, so one yarn leaves the core idle most of each step's latency. The four yarns'
+    eliminations run interleaved, four independent chains the core runs at once (two until stop 40: the cape's pass
+    after the collisions 18.6 → 14.9–15.4 µs, one thread, docs/performance.md), and their back substitutions two at
+    a time (four gained nothing more and cost a first launch 4.6 s of compiling). Each yarn's arithmetic is the same,
+    in the same order, as alone, and the yarns touch different particles, links and scratch rows, so the result is
+    bit for bit ``solve_yarn`` of each in turn (tests/test_yarns.py)."""
     one = np.uint64(1)
     a_first, a_last, a_on, a_stuck = _open(y0, 0, count, particles, links, offsets, scratch, link_rest,
                                            link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
@@ -362,19 +363,19 @@ def _group(y0, count, particles, links, offsets, scratch, link_rest, link_compli
     c_below = c_ox = c_oy = c_oz = 0.0
     d_below = d_ox = d_oy = d_oz = 0.0
     a_e, b_e, c_e, d_e = a_last, b_last, c_last, d_last
-    while a_on or b_on or c_on or d_on:
-        a_on, a_e, a_below, a_ox, a_oy, a_oz = _back(a_on, a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, a_stuck,
-                                                     particles, links, scratch, inv_mass, contact, resting_only,
-                                                     touching, x, x_prev, link_lambda)
-        b_on, b_e, b_below, b_ox, b_oy, b_oz = _back(b_on, b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz, b_stuck,
-                                                     particles, links, scratch, inv_mass, contact, resting_only,
-                                                     touching, x, x_prev, link_lambda)
-        c_on, c_e, c_below, c_ox, c_oy, c_oz = _back(c_on, c_e, c_first, c_last, c_below, c_ox, c_oy, c_oz, c_stuck,
-                                                     particles, links, scratch, inv_mass, contact, resting_only,
-                                                     touching, x, x_prev, link_lambda)
-        d_on, d_e, d_below, d_ox, d_oy, d_oz = _back(d_on, d_e, d_first, d_last, d_below, d_ox, d_oy, d_oz, d_stuck,
-                                                     particles, links, scratch, inv_mass, contact, resting_only,
-                                                     touching, x, x_prev, link_lambda)
+    for _ in range(2):                              # two chains at a time (four: a first launch compiled 13.0 s
+        while a_on or b_on:                         # against 8.4, and they ran no faster): yarns a and b, then c, d
+            a_on, a_e, a_below, a_ox, a_oy, a_oz = _back(a_on, a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz,
+                                                         a_stuck, particles, links, scratch, inv_mass, contact,
+                                                         resting_only, touching, x, x_prev, link_lambda)
+            b_on, b_e, b_below, b_ox, b_oy, b_oz = _back(b_on, b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz,
+                                                         b_stuck, particles, links, scratch, inv_mass, contact,
+                                                         resting_only, touching, x, x_prev, link_lambda)
+        a_on, a_e, a_first, a_last, a_below, a_ox, a_oy, a_oz, a_stuck = \
+            c_on, c_e, c_first, c_last, c_below, c_ox, c_oy, c_oz, c_stuck
+        b_on, b_e, b_first, b_last, b_below, b_ox, b_oy, b_oz, b_stuck = \
+            d_on, d_e, d_first, d_last, d_below, d_ox, d_oy, d_oz, d_stuck
+        c_on = d_on = False
 
 
 @numba.njit(inline="always", error_model="numpy")
