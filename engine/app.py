@@ -333,10 +333,11 @@ class App:
         runs in its place at substeps 1, 2, … of this step (the system itself runs again at the next step's first
         substep). A plan does the same work without looking anything up again: the kernels and arrays the system
         found at substep 0, read ``app.clock.substep_index`` for what changes per substep. It may rely on what a
-        step cannot change — the entities and their components (added and removed at the step's end), the
-        substep count, the run conditions — and must not rely on anything a system of the step may change (a
-        component's field or array replaced, a resource's value): it reads those where it uses them. Loom's XPBD
-        substep systems return plans: the cape game's frame ran 12–17 % faster without their Python lookups at
+        step leaves as it is — the entities and their components (added and removed at the step's end), the arrays
+        they hold (Loom's systems replace a component's arrays only between steps), the resources, the substep
+        count, the run conditions — and reads the values inside arrays at each call: a SUBSTEP system of your own
+        that assigns a new array or resource mid-step has the plans act on the old one until the next step. Loom's
+        XPBD substep systems return plans: the cape game's frame ran 12–17 % faster without their Python lookups at
         every substep (docs/performance.md, "Stop 40"). Any other return value is ignored.
         Raises ValueError for a duplicate name; unknown names and cycles raise when the stage
         next runs (so plugins may be added in any order)."""
