@@ -156,13 +156,8 @@ def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: 
     start = time.perf_counter()
     app.step(1)                                          # compile or load cached kernels
     warmup = time.perf_counter() - start
-    times = np.empty(frames)                             # 1: the simulation alone, frame by frame
-    stretch = StretchMeter()
-    for f in range(frames):
-        t0 = time.perf_counter()
-        app.step(1)
-        times[f] = time.perf_counter() - t0
-        stretch.sample(app)                              # outside the timer
+    stretch = StretchMeter()                             # 1: the simulation alone, frame by frame
+    times = _frame_times(app, frames, stretch.sample)
     machine = 0.5 * (yardstick_before + yardstick.measure())
     bare = _without_cloths(build, substeps, threads, frames)
     app.profiling = True                                 # 2: the per-system breakdown
@@ -224,13 +219,22 @@ def _without_cloths(build: Callable[[App], object], substeps: int, threads: int 
     for entity, _ in list(app.query(Cloth)):
         app.despawn(entity)
     app.step(1)
+    times = _frame_times(app, frames)
+    app.close()
+    return float(np.median(times))
+
+
+def _frame_times(app: App, frames: int, after: Callable[[App], object] | None = None) -> np.ndarray:
+    """Each of ``frames`` steps of ``app`` timed alone [s], (frames,); ``after(app)`` runs after each, outside the
+    timer (the stretch meter's sample)."""
     times = np.empty(frames)
     for f in range(frames):
         t0 = time.perf_counter()
         app.step(1)
         times[f] = time.perf_counter() - t0
-    app.close()
-    return float(np.median(times))
+        if after is not None:
+            after(app)
+    return times
 
 
 def main(argv: list[str] | None = None) -> None:

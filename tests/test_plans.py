@@ -8,6 +8,7 @@ import pytest
 
 from loom import App, Cloth, DefaultPlugins, Pin, Wind
 from loom.engine import Stage, mesh
+from loom.systems.shared.batch import BATCH_MIN_CLOTHS
 
 
 def test_a_returned_plan_runs_at_the_other_substeps_and_the_system_again_at_the_next_step():
@@ -64,8 +65,8 @@ def test_a_plan_is_timed_under_its_systems_name_when_profiling():
 
 
 def _flags(app: App) -> None:
-    """Fourteen small flags in gusts: enough cloths for the batched kernels (``BATCH_MIN_CLOTHS``)."""
-    for k in range(14):
+    """Small flags in gusts, two more than the batched kernels need (``BATCH_MIN_CLOTHS``, 12: fourteen)."""
+    for k in range(BATCH_MIN_CLOTHS + 2):
         flag = mesh.grid(8, 6, 0.4, 0.3, center=(0.6 * k, 1.0, 0.0))
         app.spawn(Cloth.from_mesh(flag, "cotton"), Pin.edge(flag, "left"))
     app.spawn(Wind(velocity=(5.0, 0.0, 1.0), gust=0.3, turbulence=0.2, seed=2))

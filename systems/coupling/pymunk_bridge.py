@@ -142,7 +142,9 @@ def couple_bodies(app: App, h: float) -> Plan:
     if packed is None or packed.count == 0:
         return nothing
     coupling = app.init_resource(Coupling)
-    if app.clock.substep_index == 0 and not coupling.begin(app, packed) or not coupling.rigids:
+    if app.clock.substep_index == 0 and not coupling.begin(app, packed):
+        return nothing
+    if not coupling.rigids:                            # (plans off: a later substep finds begin's bodies here)
         return nothing
     held, rows = coupling.held, coupling.packed
 
