@@ -1,4 +1,4 @@
-"""Moving pictures of a run: an animated GIF writer (written here, no imaging library) and an MP4 pipe to ffmpeg.
+"""Moving pictures of a run, written as it goes: an animated GIF (Pillow) or an MP4 (imageio, bundled ffmpeg).
 
 Every game's ``--record out.gif`` (``loom.engine.runner``) grabs a frame from the game's own renderer every
 few fixed steps and hands it to a writer as it goes, so a long run never holds its frames in memory::
@@ -8,36 +8,35 @@ few fixed steps and hands it to a writer as it goes, so a long run never holds i
             app.step(3)                                        # 3 steps of 1/60 s = one frame of 1/20 s
             gif.add(capture.grab(app))                         # (h, w, 3) uint8, top row first
 
-The GIF (GIF89a, looping forever: the NETSCAPE2.0 extension):
+Both formats need Loom's optional ``record`` extra (``pip install "loom-cloth[record]"``: Pillow, imageio and
+imageio-ffmpeg, whose wheel carries an ffmpeg program); without it a writer raises ``RecordExtraMissing`` and
+``record_problem(path)`` says so before a game's first step.
 
-- one global palette of 256 entries: ``ADAPTIVE_COLOURS`` chosen from the first frame(s) by a variance
-  median cut (split the box of colours with the largest squared error where the two halves' error is
-  least) refined by k-means, plus a 3×3×3 lattice over the RGB cube for colours that appear later, and
-  one transparent entry. Cloth shading is smooth gradients of a few hues: an adaptive palette keeps them
-  smooth where a fixed 3-3-2 cube bands them;
-- pixel → palette index through a 32×32×32 lookup table (the nearest entry to each cell's centre);
-- per frame, only the rectangle that changed since the previous one, with its unchanged pixels
-  transparent when that compresses smaller (a frame with nothing new is one transparent pixel: ~30 bytes);
-- LZW in a numba kernel (12-bit codes, a clear code when the 4096-entry table is full).
+The GIF (GIF89a, looping forever: the NETSCAPE2.0 extension) is streamed frame by frame through Pillow's GIF
+encoder (``PIL.GifImagePlugin.getheader`` / ``getdata``: ``Image.save(save_all=True)``, and imageio's GIF
+writer on top of it, hold every frame until the file closes):
+
+- one global palette of 256 entries: ``ADAPTIVE_COLOURS`` chosen from the first frame by Pillow's median cut
+  (cloth shading is smooth gradients of a few hues: an adaptive palette keeps them smooth where a fixed cube
+  bands them), the 27 colours of ``LATTICE`` for colours that appear later, and one transparent entry;
+- each pixel → its nearest palette entry (Pillow, no dithering);
+- per frame, only the rectangle whose palette indices changed since the previous frame, its unchanged pixels
+  transparent (a frame with nothing new is one transparent pixel: ~30 bytes).
 
 Frame delays are whole centiseconds: a rate whose period is not one (30 fps: 3.33 cs) gets delays of
 3, 3, 4 … cs so that the total time stays right. Browsers show delays under 2 cs as 10 cs, so
-``MAX_FPS`` is 50. ``.mp4`` pipes raw RGB frames to the ``ffmpeg`` program (H.264, yuv420p) when it is on
-PATH; ``record_problem(path)`` says at once when a path cannot be recorded (unknown extension, no ffmpeg).
+``MAX_FPS`` is 50. ``.mp4`` is H.264 (yuv420p) through imageio's ffmpeg plugin; ``record_problem(path)``
+says at once when a path cannot be recorded (unknown extension, the record extra missing).
 """
 from __future__ import annotations
 
 import errno
-import heapq
+import importlib.util
 import math
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
 DEFAULT_FPS = 20.0
@@ -45,14 +44,20 @@ DEFAULT_FPS = 20.0
 MAX_FPS = 50.0
 """Highest rate [1/s]: GIF delays are whole centiseconds, and browsers slow delays under 2 cs to 10 cs."""
 EXTENSIONS = (".gif", ".mp4")
-"""File name endings a recording can have: .gif (written here) or .mp4 (ffmpeg)."""
+"""File name endings a recording can have: .gif (Pillow) or .mp4 (imageio and imageio-ffmpeg)."""
+INSTALL = 'pip install "loom-cloth[record]"'
+"""The command that installs what recording needs (Loom's ``record`` extra)."""
+NEEDS = {".gif": ("PIL",), ".mp4": ("imageio", "imageio_ffmpeg")}
+"""Modules each extension is written with (all in the ``record`` extra)."""
 ADAPTIVE_COLOURS = 228
-"""Palette entries chosen from the frames; with the 27 lattice colours and the transparent one: 256."""
-TRANSPARENT = 255
-"""Palette index of the transparent entry (pixels unchanged since the previous frame)."""
-LUT_BITS = 5
-"""Bits per channel of the pixel → palette index lookup table: 32×32×32 cells, each 8 levels wide."""
-_LATTICE = np.array([(r, g, b) for r in (0, 128, 255) for g in (0, 128, 255) for b in (0, 128, 255)], np.float64)
+"""Palette entries chosen from the first frame; with the 27 lattice colours and the transparent one: 256."""
+LATTICE = np.array([(r, g, b) for r in (0, 128, 255) for g in (0, 128, 255) for b in (0, 128, 255)], np.uint8)
+"""27 colours over the RGB cube in the palette: the nearest for colours that appear after the first frame."""
+
+
+class RecordExtraMissing(RuntimeError):
+    """Recording needs Loom's optional ``record`` extra (Pillow, imageio, imageio-ffmpeg) and it is not installed;
+    the message names the missing modules and ``pip install "loom-cloth[record]"``."""
 
 
 # --- argument checks -------------------------------------------------------------------------------------------------
@@ -83,15 +88,50 @@ def _check_frame(frame: Any, name: str) -> np.ndarray:
     return np.ascontiguousarray(frame)
 
 
+def _missing(ext: str) -> list[str]:
+    """The modules of ``NEEDS[ext]`` that cannot be imported here (found without importing them)."""
+    return [name for name in NEEDS.get(ext, ()) if importlib.util.find_spec(name) is None]
+
+
+def _extra_missing(ext: str, missing: list[str]) -> str:
+    """The one line saying that ``ext`` needs the record extra, naming what is missing and the install command."""
+    return (f"{ext} needs {', '.join(missing)}, not installed here: {INSTALL} (Loom's record extra: Pillow, "
+            "imageio, imageio-ffmpeg)")
+
+
+def _require(ext: str, name: str) -> None:
+    """Raise ``RecordExtraMissing`` naming ``name`` (a writer) when a module ``ext`` needs is not installed."""
+    missing = _missing(ext)
+    if missing:
+        raise RecordExtraMissing(f"{name}: {_extra_missing(ext, missing)}")
+
+
 def record_problem(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot be recorded here (an unknown extension; .mp4 with no ffmpeg on PATH), or None."""
+    """Why ``path`` cannot be recorded here (an unknown extension; the ``record`` extra, or for .mp4 its ffmpeg
+    program, missing), or None. Cheap: it imports nothing unless the extension is .mp4 and the extra is there."""
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext not in EXTENSIONS:
         what = f"unknown extension {ext!r}" if ext else "no extension"
         return f"{what}: a recording is {' or '.join(EXTENSIONS)} (an animated GIF, or an MP4 through ffmpeg)"
-    if ext == ".mp4" and shutil.which("ffmpeg") is None:
-        return ".mp4 needs the ffmpeg program on PATH and there is none: install ffmpeg, or record a .gif"
+    missing = _missing(ext)
+    if missing:
+        return _extra_missing(ext, missing)
+    if ext == ".mp4":
+        try:
+            _ffmpeg_program()
+        except OSError as error:
+            return error.strerror
     return None
+
+
+def _ffmpeg_program() -> str:
+    """The ffmpeg program imageio-ffmpeg runs (its wheel's own, or ``IMAGEIO_FFMPEG_EXE``); OSError if none."""
+    import imageio_ffmpeg
+    try:
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except RuntimeError as error:                     # a platform its wheels carry no program for
+        raise OSError(errno.ENOENT, f".mp4 needs an ffmpeg program and imageio-ffmpeg found none ({error}); "
+                      "set IMAGEIO_FFMPEG_EXE to one, or record a .gif") from None
 
 
 def steps_per_frame(dt: float, fps: float) -> int:
@@ -143,199 +183,6 @@ def _area_mean(values: np.ndarray, size: int, axis: int) -> np.ndarray:
     shape[axis] = size + 1
     at = np.take(total, i, axis=axis) + frac.reshape(shape) * np.take(values, i, axis=axis)   # integral up to edge
     return np.diff(at, axis=axis) * (size / n)
-
-
-# --- palette ----------------------------------------------------------------------------------------------------------
-def build_palette(pixels: np.ndarray, colours: int = ADAPTIVE_COLOURS) -> np.ndarray:
-    """Choose up to ``colours`` RGB entries for ``pixels`` (..., 3) uint8: variance median cut, then k-means.
-
-    Returns (m, 3) uint8 with m <= colours (the distinct colours themselves when there are no more)."""
-    rgb = np.asarray(pixels, np.uint8).reshape(-1, 3)
-    if rgb.shape[0] > 262_144:                                        # a sample is enough for the palette
-        rgb = rgb[:: -(-rgb.shape[0] // 262_144)]
-    packed = (rgb[:, 0].astype(np.int32) << 16) | (rgb[:, 1].astype(np.int32) << 8) | rgb[:, 2]
-    unique, counts = np.unique(packed, return_counts=True)
-    cols = np.stack([(unique >> 16) & 255, (unique >> 8) & 255, unique & 255], axis=1).astype(np.float64)
-    weights = counts.astype(np.float64)
-    if cols.shape[0] <= colours:
-        return cols.astype(np.uint8)
-    centres = _median_cut(cols, weights, colours)
-    for _ in range(3):                                                # Lloyd's iterations, weighted by count
-        centres = _kmeans_step(cols, weights, centres)
-    return np.clip(np.rint(centres), 0, 255).astype(np.uint8)
-
-
-def _box(cols: np.ndarray, weights: np.ndarray, members: np.ndarray) -> tuple[float, int, np.ndarray]:
-    """(-squared error, id, members) of a box: the heap entry of the median cut."""
-    c, w = cols[members], weights[members]
-    mean = (w[:, None] * c).sum(axis=0) / w.sum()
-    return -float((w[:, None] * (c - mean) ** 2).sum()), int(members[0]), members
-
-
-def _median_cut(cols: np.ndarray, weights: np.ndarray, colours: int) -> np.ndarray:
-    """Split boxes of distinct colours until there are ``colours``: always the box of largest weighted squared
-    error, across its axis of largest error, where the two halves' summed error is least; return the means."""
-    heap = [_box(cols, weights, np.arange(cols.shape[0]))]
-    done = []
-    while heap and len(heap) + len(done) < colours:
-        error, _, members = heapq.heappop(heap)
-        if members.size < 2 or error >= 0.0:
-            done.append(members)
-            continue
-        c, w = cols[members], weights[members]
-        mean = (w[:, None] * c).sum(axis=0) / w.sum()
-        axis = int(np.argmax((w[:, None] * (c - mean) ** 2).sum(axis=0)))
-        order = np.argsort(c[:, axis], kind="stable")
-        c, w, members = c[order], w[order], members[order]
-        cw = np.cumsum(w)[:-1]                                        # split after k: left = [0, k]
-        s1 = np.cumsum(w[:, None] * c, axis=0)[:-1]
-        s2 = np.cumsum(w[:, None] * c * c, axis=0)[:-1]
-        t1, t2, tw = (w[:, None] * c).sum(axis=0), (w[:, None] * c * c).sum(axis=0), w.sum()
-        left = (s2 - s1 * s1 / cw[:, None]).sum(axis=1)
-        right = ((t2 - s2) - (t1 - s1) ** 2 / (tw - cw)[:, None]).sum(axis=1)
-        k = int(np.argmin(left + right)) + 1
-        for half in (members[:k], members[k:]):
-            heapq.heappush(heap, _box(cols, weights, half))
-    boxes = done + [members for _, _, members in heap]
-    return np.array([(weights[b, None] * cols[b]).sum(axis=0) / weights[b].sum() for b in boxes])
-
-
-@numba.njit(cache=True)
-def _nearest(points, palette):
-    """Index of the nearest row of ``palette`` (m, 3) float64 for each row of ``points`` (n, 3) float64."""
-    n, m = points.shape[0], palette.shape[0]
-    out = np.empty(n, np.int64)
-    for i in range(n):
-        best, best_d = 0, np.inf
-        for j in range(m):
-            d0 = points[i, 0] - palette[j, 0]
-            d1 = points[i, 1] - palette[j, 1]
-            d2 = points[i, 2] - palette[j, 2]
-            d = d0 * d0 + d1 * d1 + d2 * d2
-            if d < best_d:
-                best, best_d = j, d
-        out[i] = best
-    return out
-
-
-def _kmeans_step(cols: np.ndarray, weights: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """One Lloyd iteration: each centre moves to the weighted mean of the colours nearest to it (kept if none)."""
-    label = _nearest(cols, centres)
-    total = np.bincount(label, weights, minlength=centres.shape[0])
-    moved = centres.copy()
-    for axis in range(3):
-        sums = np.bincount(label, weights * cols[:, axis], minlength=centres.shape[0])
-        moved[:, axis] = np.where(total > 0, sums / np.maximum(total, 1e-300), centres[:, axis])
-    return moved
-
-
-def palette_lut(palette: np.ndarray) -> np.ndarray:
-    """The 32×32×32 lookup table, flattened (r5·1024 + g5·32 + b5 → index): each cell's nearest palette entry."""
-    levels = np.arange(1 << LUT_BITS) * (256 >> LUT_BITS) + (128 >> LUT_BITS) - 0.5   # cell centres
-    grid = np.stack(np.meshgrid(levels, levels, levels, indexing="ij"), axis=-1).reshape(-1, 3)
-    return _nearest(grid, np.asarray(palette, np.float64)).astype(np.uint8)
-
-
-def quantize(frame: np.ndarray, lut: np.ndarray) -> np.ndarray:
-    """Palette indices (h, w) uint8 of ``frame`` (h, w, 3) uint8 through ``lut`` (``palette_lut``)."""
-    shift = 8 - LUT_BITS
-    r, g, b = (frame[..., k] >> shift for k in range(3))
-    cell = (r.astype(np.intp) << (2 * LUT_BITS)) | (g.astype(np.intp) << LUT_BITS) | b
-    return lut[cell]
-
-
-# --- LZW ---------------------------------------------------------------------------------------------------------------
-@numba.njit(cache=True, inline="always")
-def _put(out, acc, bits, pos, code, size):
-    """Append ``code`` of ``size`` bits to the bit accumulator ``acc`` (holding ``bits`` bits) and flush whole
-    bytes into ``out`` from ``pos``; return the new (acc, bits, pos)."""
-    acc |= np.uint64(code) << np.uint64(bits)
-    bits += size
-    while bits >= 8:
-        out[pos] = np.uint8(acc & np.uint64(255))
-        acc >>= np.uint64(8)
-        bits -= 8
-        pos += 1
-    return acc, bits, pos
-
-
-@numba.njit(cache=True)
-def lzw_encode(indices, min_code_size):
-    """GIF's LZW of ``indices`` (n,) uint8 (each < 2**min_code_size) with codes of min_code_size + 1 … 12 bits,
-    least significant bit first; returns the bytes (uint8 array, before splitting into sub-blocks).
-
-    Starts with a clear code; when the table is full (code 4095 given) it sends a clear code and starts over.
-    The code width grows when the next code to assign reaches 2**width, after the code just sent: exactly
-    when a decoder, one entry behind, widens (GIF89a appendix F)."""
-    n = indices.size
-    clear = 1 << min_code_size
-    eoi = clear + 1
-    out = np.zeros(2 * n + 64, np.uint8)
-    child = np.full((4096, clear), -1, np.int16)          # child[prefix code, next index] → code, or -1
-    made_prefix = np.zeros(4096, np.int32)                # where each assigned code sits in child (to reset)
-    made_char = np.zeros(4096, np.int32)
-    size = min_code_size + 1
-    next_code = eoi + 1
-    acc = np.uint64(0)
-    bits = 0
-    pos = 0
-    acc, bits, pos = _put(out, acc, bits, pos, clear, size)   # the clear code first
-    prefix = np.int64(indices[0])
-    for i in range(1, n):
-        c = np.int64(indices[i])
-        code = child[prefix, c]
-        if code >= 0:
-            prefix = np.int64(code)
-            continue
-        acc, bits, pos = _put(out, acc, bits, pos, prefix, size)   # send the longest known string
-        if next_code < 4096:
-            if next_code == (1 << size):
-                size += 1
-            child[prefix, c] = next_code
-            made_prefix[next_code] = prefix
-            made_char[next_code] = c
-            next_code += 1
-        else:                                             # table full: clear, start over
-            acc, bits, pos = _put(out, acc, bits, pos, clear, size)
-            for k in range(eoi + 1, 4096):
-                child[made_prefix[k], made_char[k]] = -1
-            size = min_code_size + 1
-            next_code = eoi + 1
-        prefix = c
-    acc |= np.uint64(prefix) << np.uint64(bits)
-    bits += size
-    if next_code == (1 << size) and size < 12:            # the decoder adds an entry after this code and widens
-        size += 1
-    acc |= np.uint64(eoi) << np.uint64(bits)
-    bits += size
-    while bits > 0:
-        out[pos] = np.uint8(acc & np.uint64(255))
-        acc >>= np.uint64(8)
-        bits -= 8
-        pos += 1
-    return out[:pos]
-
-
-@numba.njit(cache=True)
-def _sub_blocks(data):
-    """``data`` split into GIF sub-blocks (a length byte, up to 255 bytes) and the terminating empty block."""
-    n = data.size
-    blocks = (n + 254) // 255
-    out = np.empty(n + blocks + 1, np.uint8)
-    pos = 0
-    for b in range(blocks):
-        start = b * 255
-        length = min(255, n - start)
-        out[pos] = length
-        for i in range(length):                    # a loop: an array-to-slice copy compiles numba's shape-error
-            out[pos + 1 + i] = data[start + i]     # formatting (seconds of a first launch)
-        pos += 1 + length
-    out[pos] = 0
-    return out
-
-
-def _u16(value: int) -> bytes:
-    return int(value).to_bytes(2, "little")
 
 
 # --- writers ------------------------------------------------------------------------------------------------------------
@@ -391,55 +238,26 @@ class VideoWriter:
 
 
 class GifWriter(VideoWriter):
-    """An animated GIF written frame by frame: ``add(frame)`` appends one, ``close()`` finishes the file.
+    """An animated GIF written frame by frame with Pillow: ``add(frame)`` appends one, ``close()`` finishes it.
 
     ``fps`` [1/s] in (0, 50]; ``scale`` in (0, 1] shrinks every frame (box filter); ``loop`` 0 plays forever,
-    else that many times; the palette comes from the first ``palette_frames`` frames (held until then).
-    Closing with no frame added removes the file. File errors are OSErrors naming the path."""
+    else that many times. Each frame is written when it is added (only the previous frame's palette indices are
+    kept). Closing with no frame added removes the file. Raises ``RecordExtraMissing`` without Pillow; file
+    errors are OSErrors naming the path."""
 
-    def __init__(self, path: str | os.PathLike, fps: float = DEFAULT_FPS, scale: float = 1.0, *, loop: int = 0,
-                 palette_frames: int = 1) -> None:
+    def __init__(self, path: str | os.PathLike, fps: float = DEFAULT_FPS, scale: float = 1.0, *,
+                 loop: int = 0) -> None:
         super().__init__(path, fps, scale)
         if isinstance(loop, bool) or not isinstance(loop, (int, np.integer)) or not 0 <= loop <= 65535:
             raise ValueError(f"GifWriter loop = {loop!r}: must be a whole number in 0 … 65535 (0: forever)")
-        if isinstance(palette_frames, bool) or not isinstance(palette_frames, (int, np.integer)) or palette_frames < 1:
-            raise ValueError(f"GifWriter palette_frames = {palette_frames!r}: must be a whole number >= 1")
+        _require(".gif", "GifWriter")
         self.loop = int(loop)
-        self.palette_frames = int(palette_frames)
         self.palette: np.ndarray | None = None
-        """(256, 3) uint8, once chosen: the adaptive colours, the lattice, the transparent entry last."""
-        self._lut: np.ndarray | None = None
-        self._previous: np.ndarray | None = None          # palette indices of what is on screen now
-        self._held: list[tuple[np.ndarray, int]] = []
+        """(m, 3) uint8 once the first frame came: its adaptive colours, then the lattice; index m is transparent."""
+        self._paletted: Any = None                         # a Pillow "P" image holding the palette
+        self._previous: np.ndarray | None = None           # palette indices of what is on screen now
         self._periods = 0                                  # frame periods written: for the delays
         self._file = open(self.path, "wb")                 # noqa: SIM115  (closed by close())
-
-    def _write(self, frame: np.ndarray, frames: int) -> None:
-        if self.palette is None:
-            self._held.append((frame.copy(), frames))                    # the caller may reuse its buffer
-            if len(self._held) >= self.palette_frames:
-                self._start()
-            return
-        self._frame(frame, frames)
-
-    def _start(self) -> None:
-        """Choose the palette from the held frames, write the header and the held frames."""
-        sample = np.concatenate([f.reshape(-1, 3) for f, _ in self._held])
-        adaptive = build_palette(sample, ADAPTIVE_COLOURS)
-        colours = np.concatenate([adaptive, _LATTICE.astype(np.uint8)])
-        self._lut = palette_lut(colours)
-        palette = np.zeros((256, 3), np.uint8)
-        palette[:colours.shape[0]] = colours
-        self.palette = palette
-        width, height = self.size
-        head = bytearray(b"GIF89a")
-        head += _u16(width) + _u16(height) + bytes([0xF7, 0, 0])          # global table of 2**(7+1) entries
-        head += palette.tobytes()
-        head += b"\x21\xff\x0bNETSCAPE2.0\x03\x01" + _u16(self.loop) + b"\x00"
-        self._file.write(bytes(head))
-        held, self._held = self._held, []
-        for frame, frames in held:
-            self._frame(frame, frames)
 
     def _delay(self, frames: int) -> int:
         """Delay [cs] of the next frame shown for ``frames`` periods: rounded so the running total stays right."""
@@ -447,116 +265,105 @@ class GifWriter(VideoWriter):
         self._periods += frames
         return max(1, min(65535, round(100 * self._periods / self.fps) - start))
 
-    def _frame(self, frame: np.ndarray, frames: int) -> None:
-        """Quantize ``frame``, keep the rectangle that changed, write it (transparent where unchanged if smaller)."""
-        index = quantize(frame, self._lut)
+    def _write(self, frame: np.ndarray, frames: int) -> None:
+        """Map ``frame`` to the palette, write the rectangle that changed (unchanged pixels transparent)."""
+        from PIL import GifImagePlugin, Image
+        image = Image.fromarray(frame)
+        if self.palette is None:                                            # the first frame: choose the palette
+            adaptive = image.quantize(colors=ADAPTIVE_COLOURS, method=Image.Quantize.MEDIANCUT,
+                                      dither=Image.Dither.NONE)
+            self.palette = np.concatenate([np.asarray(adaptive.getpalette(), np.uint8).reshape(-1, 3), LATTICE])
+            self._paletted = Image.new("P", (1, 1))
+            self._paletted.putpalette(self.palette.tobytes())
+        index = np.asarray(image.quantize(palette=self._paletted, dither=Image.Dither.NONE))
         previous, self._previous = self._previous, index
-        if previous is None:                                               # the first frame: all of it
-            self._emit(0, 0, index, lzw_encode(index.ravel(), 8), False, frames)
-            return
-        changed = index != previous
-        rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
-        if rows.size == 0:                                                 # nothing new: one transparent pixel
-            still = np.full((1, 1), TRANSPARENT, np.uint8)
-            self._emit(0, 0, still, lzw_encode(still.ravel(), 8), True, frames)
-            return
-        y0, y1, x0, x1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
-        patch = np.ascontiguousarray(index[y0:y1, x0:x1])
-        keyed = np.where(changed[y0:y1, x0:x1], patch, np.uint8(TRANSPARENT))
-        data, keyed_data = lzw_encode(patch.ravel(), 8), lzw_encode(keyed.ravel(), 8)
-        if keyed_data.size < data.size:
-            self._emit(x0, y0, keyed, keyed_data, True, frames)
+        transparent = self.palette.shape[0]
+        params: dict[str, Any] = {"duration": 10 * self._delay(frames), "disposal": 1}   # [ms]; keep what is under
+        if previous is None:                                                # the first frame: all of it
+            x0, y0, patch = 0, 0, index
         else:
-            self._emit(x0, y0, patch, data, False, frames)
-
-    def _emit(self, x0: int, y0: int, patch: np.ndarray, data: np.ndarray, transparent: bool, frames: int) -> None:
-        """Write one frame: graphic control extension (delay, keep what is under it, transparency), image
-        descriptor of ``patch`` at (x0, y0) [px], its LZW ``data`` in sub-blocks."""
-        h, w = patch.shape
-        block = bytearray(b"\x21\xf9\x04")
-        block += bytes([(1 << 2) | int(transparent)]) + _u16(self._delay(frames)) + bytes([TRANSPARENT, 0])
-        block += b"\x2c" + _u16(x0) + _u16(y0) + _u16(w) + _u16(h) + b"\x00"
-        block += b"\x08"                                                          # LZW minimum code size
-        self._file.write(bytes(block))
-        self._file.write(_sub_blocks(data).tobytes())
+            changed = index != previous
+            rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
+            if rows.size == 0:                                              # nothing new: one transparent pixel
+                y0, y1, x0, x1 = 0, 1, 0, 1
+            else:
+                y0, y1, x0, x1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+            patch = np.where(changed[y0:y1, x0:x1], index[y0:y1, x0:x1], np.uint8(transparent))
+            params["transparency"] = transparent
+        paletted = Image.frombytes("P", (patch.shape[1], patch.shape[0]), np.ascontiguousarray(patch).tobytes())
+        paletted.putpalette(self.palette.tobytes() + b"\0\0\0")
+        if previous is None:
+            header, _ = GifImagePlugin.getheader(paletted, info={"loop": self.loop})
+            self._file.write(b"".join(header))
+        self._file.write(b"".join(GifImagePlugin.getdata(paletted, (x0, y0), **params)))
 
     def close(self) -> None:
-        """Write the held frames (if fewer than palette_frames came) and the trailer, and close the file."""
+        """Write the trailer and close the file (safe to call twice); with no frame written, remove it."""
         if self.closed:
             return
         self.closed = True
         try:
-            if self._held:
-                self._start()
-            if self.palette is not None:
+            if self._previous is not None:
                 self._file.write(b"\x3b")
         finally:
             self._file.close()
-        if self.palette is None:                                               # nothing recorded
+        if self._previous is None:                                          # nothing recorded
             os.remove(self.path)
 
 
 class FfmpegWriter(VideoWriter):
-    """An MP4 (H.264, yuv420p) made by the ``ffmpeg`` program from raw RGB frames piped to it.
+    """An MP4 (H.264, yuv420p) written as it goes by imageio's ffmpeg plugin, with the ffmpeg program that the
+    imageio-ffmpeg wheel carries (no system ffmpeg needed).
 
-    ``fps`` [1/s] in (0, 50], ``scale`` in (0, 1]; ffmpeg starts on the first frame (odd sizes are padded by
-    one pixel). Raises OSError naming the path when ffmpeg is missing or fails."""
+    ``fps`` [1/s] in (0, 50], ``scale`` in (0, 1]; ffmpeg starts on the first frame (odd sizes are padded by one
+    pixel). Raises ``RecordExtraMissing`` without imageio or imageio-ffmpeg, OSError naming the path when ffmpeg
+    is missing or fails."""
 
     def __init__(self, path: str | os.PathLike, fps: float = DEFAULT_FPS, scale: float = 1.0) -> None:
         super().__init__(path, fps, scale)
-        self.program = shutil.which("ffmpeg")
-        if self.program is None:
-            raise OSError(errno.ENOENT, ".mp4 needs the ffmpeg program on PATH; install ffmpeg, or record a .gif",
-                          self.path)
-        self._process: subprocess.Popen | None = None
-        self._log = tempfile.TemporaryFile()
+        _require(".mp4", "FfmpegWriter")
+        try:
+            self.program = _ffmpeg_program()
+            """The ffmpeg program that encodes the file."""
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, self.path) from None
+        self._writer: Any = None
 
     def _write(self, frame: np.ndarray, frames: int) -> None:
-        if self._process is None:
-            width, height = self.size
-            command = [self.program, "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo",
-                       "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-framerate", f"{self.fps:.6g}", "-i", "-",
-                       "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264", "-pix_fmt", "yuv420p",
-                       "-movflags", "+faststart", self.path]
-            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                             stderr=self._log)
-        data = frame.tobytes()
+        import imageio.v2 as imageio
         try:
+            if self._writer is None:
+                self._writer = imageio.get_writer(
+                    self.path, format="FFMPEG", mode="I", fps=self.fps, codec="libx264", pixelformat="yuv420p",
+                    quality=None, macro_block_size=1, ffmpeg_log_level="error",
+                    output_params=["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-movflags", "+faststart"])
             for _ in range(frames):
-                self._process.stdin.write(data)
-        except BrokenPipeError:
-            self._finish()
+                self._writer.append_data(frame)
+        except (OSError, RuntimeError) as error:
+            self._fail(error)
 
-    def _finish(self) -> None:
-        """Close ffmpeg's input, wait for it, and raise OSError with its last line if it failed."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        try:
-            process.stdin.close()
-        except BrokenPipeError:
-            pass
-        status = process.wait()
-        if status != 0:
-            self._log.seek(0)
-            lines = self._log.read().decode(errors="replace").strip().splitlines()
-            raise OSError(errno.EIO, f"ffmpeg failed (exit {status}): {lines[-1] if lines else 'no message'}",
-                          self.path)
+    def _fail(self, error: Exception) -> None:
+        """Raise OSError naming the path with ffmpeg's message (its last line)."""
+        lines = str(error).strip().splitlines()
+        raise OSError(errno.EIO, f"ffmpeg failed: {lines[-1] if lines else type(error).__name__}",
+                      self.path) from error
 
     def close(self) -> None:
         """Let ffmpeg finish the file (OSError with its message if it failed)."""
         if self.closed:
             return
         self.closed = True
-        try:
-            self._finish()
-        finally:
-            self._log.close()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except (OSError, RuntimeError) as error:
+                self._fail(error)
 
 
 def open_video(path: str | os.PathLike, fps: float = DEFAULT_FPS, scale: float = 1.0) -> GifWriter | FfmpegWriter:
     """A writer for ``path`` by its extension: ``GifWriter`` for .gif, ``FfmpegWriter`` for .mp4; ValueError
-    naming the path for another extension (``record_problem``)."""
+    naming the path for another extension (``record_problem``), ``RecordExtraMissing`` without the record extra."""
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext == ".gif":
         return GifWriter(path, fps, scale)

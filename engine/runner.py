@@ -5,10 +5,11 @@ json`` — so tests, CI and baking use the same entry point as players. With no 
 window plugin that inserted a ``WindowRunner`` resource opens the window; with none, the run
 stays headless and says so.
 
-Output files: ``--screenshot out.png`` saves the last frame; ``--record out.gif`` (or ``.mp4`` with ffmpeg on
-PATH) records the run as it goes, a frame from the game's own renderer every few steps (``--record-fps``,
-default 20: every 3rd step of a 60 Hz game; ``--record-scale 0.5`` halves the size). Every output path is
-checked before the first step (``check_output``): a bad one is one line and exit status 1.
+Output files: ``--screenshot out.png`` saves the last frame; ``--record out.gif`` (or ``.mp4``; both need the
+record extra, ``pip install "loom-cloth[record]"``) records the run as it goes, a frame from the game's own
+renderer every few steps (``--record-fps``, default 20: every 3rd step of a 60 Hz game; ``--record-scale 0.5``
+halves the size). Every output path is checked before the first step (``check_output``): a bad one is one line
+and exit status 1.
 """
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
                    "App(threads=\"auto\"); results do not depend on it)")
     p.add_argument("--screenshot", metavar="PATH", help="save the last frame as a PNG (headless: drawn once after "
                    "stepping by the game's renderer plugin: GLRenderPlugin offscreen via EGL, or SoftRenderPlugin)")
-    p.add_argument("--record", metavar="PATH", help="record the run as an animated GIF (PATH.gif) or, with the ffmpeg "
-                   "program on PATH, an MP4 (PATH.mp4): frames from the game's renderer, written as the run goes")
+    p.add_argument("--record", metavar="PATH", help="record the run as an animated GIF (PATH.gif) or an MP4 (PATH.mp4): "
+                   "frames from the game's renderer, written as the run goes (needs pip install "
+                   "\"loom-cloth[record]\")")
     p.add_argument("--record-fps", type=_record_fps, default=DEFAULT_FPS, metavar="FPS",
                    help=f"frames a second of --record, in (0, {MAX_FPS:g}] (default {DEFAULT_FPS:g}); rounded to a whole "
                    "number of fixed steps: a 60 Hz game records at 30, 20, 15, 12, 10 … fps")
@@ -102,7 +104,7 @@ OUTPUT_OPTIONS = ("screenshot", "record", "out")
 def check_output(option: str, path: str | None) -> None:
     """Exit at once with one line (``loom: --option PATH: why``, status 1) when ``path`` cannot be written: its
     folder is missing or not a folder, it is a folder itself, or the folder is not writable; for ``record``,
-    also an extension other than .gif and .mp4, or .mp4 with no ffmpeg on PATH (``record_problem``). None
+    also an extension other than .gif and .mp4, or the record extra not installed (``record_problem``). None
     passes."""
     if path is None:
         return
@@ -116,8 +118,8 @@ def check_output(option: str, path: str | None) -> None:
         why = f"{folder} is not a folder"
     elif not os.access(folder, os.W_OK):
         why = f"cannot write in {folder}"
-    elif option == "record" and record_problem(target) is not None:
-        why = record_problem(target)
+    elif option == "record" and (problem := record_problem(target)) is not None:
+        why = problem
     else:
         return
     raise SystemExit(f"loom: --{option} {path}: {why}")

@@ -1,17 +1,14 @@
-"""Moving pictures: the GIF writer (engine/record.py), every game's ``--record``, and the docs' loops.
+"""Moving pictures: the GIF and MP4 writers (engine/record.py), every game's ``--record``, and the docs' loops.
 
-pygame's GIF loader (SDL_image, ``pygame.image.load_animation``) is the independent decoder: a GIF written here
-must load there frame by frame, with its delays and, within the quantization budget below, its colours. A strict
-LZW decoder written in this file checks the code stream itself (widths, the clear code when the 4096-entry table
-is full, the end code where it belongs).
+Pillow decodes the GIFs (``load``: each frame composited as a viewer shows it, its delay, and the file's loop
+count); pygame's GIF loader (SDL_image, ``pygame.image.load_animation``) is the independent decoder in the round
+trip test and for the docs' loops. imageio's ffmpeg reader decodes the MP4s.
 
 Quantization budget (``test_frames_round_trip_with_their_delays_and_colours``): the palette holds 228 colours
-chosen from the first frame, the 27 of a 3×3×3 lattice and the transparent entry; a pixel finds its entry through
-a 32×32×32 table, whose cells are 8 levels wide. The cell's centre is at most 4 levels (per channel) from the
-pixel, and the entry nearest that centre at most as far from it as the pixel's own colour is, so a colour that is
-in the palette comes back within 2 × 4·√3 ≈ 14 levels (Euclidean; less per channel) and usually within 4; a
-median-cut entry adds the spread of its box, a few levels on smooth shading. So: mean error <= 3 levels, 99 % of
-channel values within 12, none beyond 24 (measured: 1.5, 8 and 13 on the scene below, 2,215 colours).
+chosen from the first frame by a median cut, the 27 of a 3×3×3 lattice and the transparent entry; each pixel gets
+its nearest entry. A median-cut entry is the mean of its box of colours, so a pixel is off by at most its box's
+spread: a few levels on smooth shading with ~2,000 colours for 228 boxes. So: mean error <= 3 levels, 99 % of
+channel values within 12, none beyond 24.
 """
 from __future__ import annotations
 
@@ -22,24 +19,41 @@ import subprocess
 import sys
 from pathlib import Path
 
+import imageio.v2 as imageio
 import numpy as np
 import pygame
 import pytest
+from PIL import Image, ImageSequence
 
 from loom.engine import record
-from loom.engine.record import FfmpegWriter, GifWriter, Recorder, downscale, lzw_encode, steps_per_frame
+from loom.engine.record import (FfmpegWriter, GifWriter, Recorder, RecordExtraMissing, downscale, open_video,
+                                steps_per_frame)
 from loom.engine.runner import check_output, parser
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_BYTES = 2_000_000
 """Largest a loop of the docs may be [bytes]."""
 ENV = dict(os.environ, SDL_AUDIODRIVER="dummy", SDL_VIDEODRIVER="offscreen", PYGAME_HIDE_SUPPORT_PROMPT="1")
+INSTALL = 'pip install "loom-cloth[record]"'
 
 
 def load(path: Path) -> list[tuple[np.ndarray, float]]:
-    """The frames of a GIF as pygame decodes them: [(pixels (h, w, 3) int, delay [ms])]."""
-    return [(pygame.surfarray.array3d(surface).transpose(1, 0, 2).astype(int), delay)
-            for surface, delay in pygame.image.load_animation(str(path))]
+    """The frames of a GIF as Pillow decodes them: [(pixels (h, w, 3) int, delay [ms])]."""
+    with Image.open(path) as gif:
+        return [(np.asarray(frame.convert("RGB")).astype(int), frame.info["duration"])
+                for frame in ImageSequence.Iterator(gif)]
+
+
+def loop_count(path: Path) -> int | None:
+    """The GIF's NETSCAPE2.0 loop count (0: forever; None: no extension, played once)."""
+    with Image.open(path) as gif:
+        return gif.info.get("loop")
+
+
+def load_mp4(path: Path) -> tuple[list[np.ndarray], float]:
+    """The frames of an MP4 as imageio's ffmpeg reader decodes them, and its rate [1/s]."""
+    with imageio.get_reader(path, format="FFMPEG") as reader:
+        return [np.asarray(frame) for frame in reader], reader.get_meta_data()["fps"]
 
 
 def scene(k: int, h: int = 160, w: int = 240) -> np.ndarray:
@@ -72,11 +86,24 @@ def test_frames_round_trip_with_their_delays_and_colours(tmp_path):
             gif.add(frame)
     decoded = load(out)
     assert len(decoded) == 15 and all(delay == 50 for _, delay in decoded)   # 20 fps: 5 cs a frame
+    assert loop_count(out) == 0                                               # forever
     for (pixels, _), frame in zip(decoded, frames):
         error = np.abs(pixels - frame)
         assert pixels.shape == frame.shape
         assert error.mean() <= 3 and np.percentile(error, 99) <= 12 and error.max() <= 24, \
             (error.mean(), np.percentile(error, 99), error.max())
+    by_pygame = pygame.image.load_animation(str(out))                         # another decoder agrees
+    assert [delay for _, delay in by_pygame] == [50] * 15
+    last = pygame.surfarray.array3d(by_pygame[-1][0]).transpose(1, 0, 2).astype(int)
+    assert np.array_equal(last, decoded[-1][0])
+
+
+def test_loop_counts_other_than_forever(tmp_path):
+    out = tmp_path / "twice.gif"
+    with GifWriter(out, loop=2) as gif:
+        gif.add(scene(0, 16, 24))
+        gif.add(scene(1, 16, 24))
+    assert loop_count(out) == 2 and len(load(out)) == 2
 
 
 def test_a_rate_that_is_not_whole_centiseconds_keeps_its_total_time(tmp_path):
@@ -128,63 +155,23 @@ def test_a_frame_that_does_not_change_is_stored_tiny_and_a_small_change_small(tm
     decoded = load(out)
     assert len(decoded) == 2                                                  # a colour the first frame lacks:
     assert np.abs(decoded[1][0][100:110, 200:212] - (250, 250, 20)).max() <= 64   # a lattice colour, <= 64 off
+    assert np.array_equal(decoded[1][0][:100], decoded[0][0][:100])          # the rest as it was
 
 
-def _decode_lzw(data: bytes, min_code_size: int) -> tuple[list[int], int]:
-    """A strict GIF LZW decoder: (the indices, the number of clear codes). Fails when a code is out of the
-    table, the width is wrong, the end code is missing, or anything but zero padding follows it."""
-    clear, end = 1 << min_code_size, (1 << min_code_size) + 1
-    value, total, at = int.from_bytes(data, "little"), 8 * len(data), 0
-    width, table, previous, out, clears = min_code_size + 1, [], None, [], 0
-    while True:
-        assert at + width <= total, "the data ends before the end code"
-        code = (value >> at) & ((1 << width) - 1)
-        at += width
-        if code == clear:
-            table, width, previous, clears = [[i] for i in range(clear)] + [[], []], min_code_size + 1, None, clears + 1
-            continue
-        if code == end:
-            assert total - at < 8 and value >> at == 0, "data after the end code"
-            return out, clears
-        assert table, "the stream does not start with a clear code"
-        if previous is None:
-            entry = table[code]
-        elif code < len(table):
-            entry = table[code]
-            table.append(table[previous] + [entry[0]])
-        else:
-            assert code == len(table), f"code {code} beyond the table's {len(table)} entries"
-            entry = table[previous] + [table[previous][0]]
-            table.append(entry)
-        assert len(table) <= 4096, "the table grew past 4096 entries without a clear code"
-        out.extend(entry)
-        previous = code
-        if len(table) == 1 << width and width < 12:
-            width += 1
-
-
-def test_lzw_resets_its_table_when_full_and_ends_exactly():
-    rng = np.random.default_rng(3)
-    noise = rng.integers(0, 256, 100_000).astype(np.uint8)                   # ~1 code a pixel: 26 full tables
-    decoded, clears = _decode_lzw(lzw_encode(noise, 8).tobytes(), 8)
-    assert decoded == noise.tolist() and clears >= 20
-    for n in (1, 2, 253, 254, 255, 256, 257, 767, 768, 769, 3837, 3838, 3839, 3840, 7677, 7678):
-        for colours in (256, 3):                                              # widen right at the end; long runs
-            data = rng.integers(0, colours, n).astype(np.uint8)
-            assert _decode_lzw(lzw_encode(data, 8).tobytes(), 8)[0] == data.tolist(), (n, colours)
-
-
-def test_a_noisy_image_that_overflows_the_table_round_trips_through_pygame(tmp_path):
-    rng = np.random.default_rng(2)
-    noise = CUBE[rng.integers(0, 216, (256, 320))]                           # 82k pixels, ~21 table resets
-    other = CUBE[rng.integers(0, 216, (256, 320))]
-    out = tmp_path / "noise.gif"
-    with GifWriter(out, palette_frames=2) as gif:                             # the palette sees both frames
-        gif.add(noise)
-        gif.add(other)
-    decoded = load(out)
-    assert len(decoded) == 2
-    assert np.array_equal(decoded[0][0], noise) and np.array_equal(decoded[1][0], other)
+def test_a_long_run_is_written_as_it_goes(tmp_path):
+    """Streaming: the file grows with every frame added (nothing is held until close), and the writer keeps only
+    the last frame's palette indices, whatever the length of the run."""
+    out = tmp_path / "long.gif"
+    sizes = []
+    with GifWriter(out) as gif:
+        for k in range(60):
+            gif.add(scene(k % 12, 48, 64))
+            gif._file.flush()
+            sizes.append(out.stat().st_size)
+            held = [value.nbytes for value in vars(gif).values() if isinstance(value, np.ndarray)]
+            assert sum(held) <= 48 * 64 + 256 * 3, held                      # one frame of indices, the palette
+    assert all(b > a for a, b in zip(sizes, sizes[1:]))                       # every frame already on disk
+    assert len(load(out)) == 60
 
 
 def test_downscale_is_a_box_filter():
@@ -216,7 +203,6 @@ def test_scale_shrinks_every_frame_and_sizes_must_agree(tmp_path):
     ({"scale": 0}, r"GifWriter scale = 0: must be a size factor in \(0, 1\]"),
     ({"scale": 2.0}, r"GifWriter scale = 2.0: must be"),
     ({"loop": -1}, r"GifWriter loop = -1: must be a whole number in 0 … 65535"),
-    ({"palette_frames": 0}, r"GifWriter palette_frames = 0: must be a whole number >= 1"),
 ])
 def test_writer_arguments_are_checked_naming_the_field_and_value(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -263,37 +249,64 @@ def test_steps_per_frame_and_the_recorder_keep_simulated_time(tmp_path):
     recorder.close()
 
 
-def _fake_ffmpeg(folder: Path) -> Path:
-    """An ``ffmpeg`` program that writes its arguments and the bytes it was piped to its last argument (JSON)."""
-    folder.mkdir()
-    program = folder / "ffmpeg"
-    program.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                       "data = sys.stdin.buffer.read()\n"
-                       "open(sys.argv[-1], 'w').write(json.dumps({'args': sys.argv[1:], 'bytes': len(data)}))\n")
-    program.chmod(0o755)
-    return folder
-
-
-def test_mp4_pipes_raw_frames_to_ffmpeg(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(_fake_ffmpeg(tmp_path / "bin")) + os.pathsep + os.environ.get("PATH", ""))
+def test_mp4_records_with_the_bundled_ffmpeg(tmp_path):
     assert record.record_problem(tmp_path / "x.mp4") is None
     out = tmp_path / "run.mp4"
+    frames = [scene(k, 64, 96) for k in range(5)]
     with FfmpegWriter(out, fps=20, scale=0.5) as video:
-        for k in range(4):
-            video.add(scene(k, 64, 96))
-        video.add(scene(4, 64, 96), frames=2)
-    written = json.loads(out.read_text())
-    assert written["bytes"] == 6 * 32 * 48 * 3                               # raw RGB, 48 × 32 after scaling
-    args = written["args"]
-    assert args[args.index("-s") + 1] == "48x32" and args[args.index("-framerate") + 1] == "20"
-    assert args[args.index("-pix_fmt") + 1] == "rgb24" and "libx264" in args
+        for frame in frames[:4]:
+            video.add(frame)
+        video.add(frames[4], frames=2)                                        # held for two periods
+    decoded, fps = load_mp4(out)
+    assert fps == pytest.approx(20) and len(decoded) == 6
+    assert all(pixels.shape == (32, 48, 3) for pixels in decoded)            # 48 × 32 after scaling
+    expected = [downscale(frame, 0.5) for frame in frames] + [downscale(frames[4], 0.5)]
+    for pixels, frame in zip(decoded, expected):                             # H.264, yuv420p: lossy, but close
+        assert np.abs(pixels.astype(int) - frame).mean() <= 10
+
+
+def test_an_odd_size_mp4_is_padded_by_one_pixel(tmp_path):
+    out = tmp_path / "odd.mp4"
+    with open_video(out, fps=10) as video:
+        video.add(scene(0, 33, 47))
+    decoded, _ = load_mp4(out)
+    assert len(decoded) == 1 and decoded[0].shape == (34, 48, 3)
+
+
+def test_without_the_record_extra_the_writers_say_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PIL", None)                            # as if Pillow were not installed
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    assert record.record_problem(tmp_path / "x.gif") == (f".gif needs PIL, not installed here: {INSTALL} (Loom's "
+                                                         "record extra: Pillow, imageio, imageio-ffmpeg)")
+    assert record.record_problem(tmp_path / "x.mp4").startswith(f".mp4 needs imageio_ffmpeg, not installed here: "
+                                                                f"{INSTALL}")
+    with pytest.raises(RecordExtraMissing, match=r"^GifWriter: \.gif needs PIL, .*loom-cloth\[record\]"):
+        GifWriter(tmp_path / "x.gif")
+    with pytest.raises(RuntimeError, match=r"^FfmpegWriter: \.mp4 needs imageio_ffmpeg"):
+        Recorder(tmp_path / "x.mp4")
+    assert not list(tmp_path.iterdir())
+
+
+def test_mp4_without_an_ffmpeg_program_is_an_oserror_naming_the_path(tmp_path, monkeypatch):
+    import imageio_ffmpeg
+
+    def none() -> str:
+        raise RuntimeError("No ffmpeg exe could be found.")
+    monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", none)
+    assert record.record_problem(tmp_path / "x.mp4").startswith(".mp4 needs an ffmpeg program and imageio-ffmpeg "
+                                                                "found none (No ffmpeg exe could be found.)")
+    with pytest.raises(OSError, match=r"imageio-ffmpeg found none .*x\.mp4") as error:
+        FfmpegWriter(tmp_path / "x.mp4")
+    assert error.value.filename == str(tmp_path / "x.mp4")
 
 
 # --- every game's --record -----------------------------------------------------------------------------------------
-def _game(module: str, *args: str, path: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    env = ENV if path is None else dict(ENV, PATH=path)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+def _game(module: str, *args: str, without: str = "", timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run game ``module`` with ``args``; ``without``: modules (comma separated) to hide, as if not installed."""
+    hide = ("import runpy, sys; sys.modules.update(dict.fromkeys(filter(None, sys.argv[1].split(',')))); "
+            "sys.argv = sys.argv[2:]; runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)")
+    return subprocess.run([sys.executable, "-c", hide, without, module, *args], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_flag_records_its_headless_run(tmp_path):
@@ -331,13 +344,14 @@ def test_games_with_their_own_loop_record_their_own_surface(tmp_path, game, size
     assert len(decoded) == 10 and all(pixels.shape == size and delay == 50 for pixels, delay in decoded)
 
 
-def test_record_mp4_through_ffmpeg_from_a_game(tmp_path):
+def test_record_mp4_from_a_game(tmp_path):
     out = tmp_path / "sheet.mp4"
-    path = str(_fake_ffmpeg(tmp_path / "bin")) + os.pathsep + os.environ.get("PATH", "")
     run = _game("loom.games.hanging_sheet", "--n", "6", "--headless", "--frames", "6", "--record", str(out),
-                "--record-scale", "0.25", path=path)
+                "--record-scale", "0.25")
     assert run.returncode == 0, run.stderr[-2000:]
-    assert json.loads(out.read_text())["bytes"] == 2 * 160 * 240 * 3          # 6 steps: 2 frames of 240 × 160
+    decoded, fps = load_mp4(out)                                              # 6 steps: 2 frames of 240 × 160
+    assert len(decoded) == 2 and decoded[0].shape == (160, 240, 3) and fps == pytest.approx(20)
+    assert "recorded 2 frames at 20 fps, 240×160 px" in run.stderr
 
 
 def _one_line(stderr: str) -> str:
@@ -356,15 +370,19 @@ def test_an_unknown_extension_is_one_line_before_the_run(tmp_path):
         assert not out.exists()
 
 
-def test_mp4_without_ffmpeg_is_one_line_saying_to_use_gif(tmp_path):
-    empty = tmp_path / "bin"
-    empty.mkdir()
-    out = tmp_path / "run.mp4"
+@pytest.mark.parametrize("name,hidden,line", [
+    ("run.gif", "PIL", f".gif needs PIL, not installed here: {INSTALL} (Loom's record extra: Pillow, imageio, "
+                       "imageio-ffmpeg)"),
+    ("run.mp4", "imageio,imageio_ffmpeg", f".mp4 needs imageio, imageio_ffmpeg, not installed here: {INSTALL} "
+                                          "(Loom's record extra: Pillow, imageio, imageio-ffmpeg)"),
+])
+def test_without_the_record_extra_a_game_says_what_to_install_before_the_run(tmp_path, name, hidden, line):
+    out = tmp_path / name
     run = _game("loom.games.hanging_sheet", "--n", "6", "--headless", "--frames", "100000", "--record", str(out),
-                path=str(empty), timeout=60)
+                without=hidden, timeout=60)                                   # checked before 100 000 steps
     assert run.returncode == 1
-    assert _one_line(run.stderr) == (f"loom: --record {out}: .mp4 needs the ffmpeg program on PATH and there is "
-                                     "none: install ffmpeg, or record a .gif")
+    assert _one_line(run.stderr) == f"loom: --record {out}: {line}"
+    assert not out.exists()
 
 
 def test_the_platformer_checks_its_record_path_before_the_run(tmp_path):
