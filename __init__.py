@@ -13,8 +13,10 @@ A game writes ``import loom`` and little else::
 The everyday API, by where it lives:
 
 =====================  ===========================================================================
-the frame              ``App``, ``Stage``, ``Plugin``, ``PluginGroup``, ``PluginError``, ``FixedClock``,
-                       ``WindowRunner``, ``mesh`` (the mesh builders), ``Mesh`` (``loom.engine``)
+the frame              ``App``, ``AppProcessor`` (Loom as one of the game's esper processors), ``Stage``,
+                       ``Plugin``, ``PluginGroup``, ``PluginError``, ``FixedClock``, ``WindowRunner``, ``mesh``
+                       (the mesh builders), ``Mesh`` (``loom.engine``)
+errors                 ``FieldError`` (a ValueError), ``FrozenFieldError`` (a TypeError), ``UnitsWarning``
 cloth                  ``Cloth``, ``ClothMaterial``, ``PRESETS``, ``Pin``, ``Transform``, ``Gravity``,
                        ``Tearable``; the models: ``MODELS``, ``VerletSettings``, ``MassSpringSettings``,
                        ``ImplicitSettings``
@@ -23,12 +25,13 @@ colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylin
 air and input          ``Wind`` (zones: ``WindBox``, ``WindSphere``), ``Blower``, ``Grab``, ``Camera``,
                        ``InputState``
 looks                  ``ClothStyle``, ``ColliderStyle``, ``Prop``, ``RenderSettings`` (``loom.components``)
-2D games               ``PixelSpace`` (the game's pixels: side-view camera, bodies in pixels); ``cape``,
+2D games               ``PixelSpace``, ``PixelCamera``, ``UnitsWarning`` (the game's pixels); ``cape``,
                        ``flag`` and their handles ``Cape``, ``Flag`` (``loom.prefabs``: one call each); a drawn
                        character, ``spawn_figure``, ``pose_figure``, ``Figure``
 the pipeline           ``DefaultPlugins``, ``ClothSet`` (``loom.systems``: one subpackage per concern)
 drawing                ``GLRenderPlugin``, ``SoftRenderer``, ``SoftRenderPlugin``, ``WindowPlugin``
-                       (``loom.systems.render``)
+                       (``loom.systems.render``); a game's own shader: ``vertex_buffers``,
+                       ``VertexBuffers``
 files                  ``load_obj``, ``save_obj``, ``save_snapshot``, ``load_snapshot`` (``loom.files``)
 =====================  ===========================================================================
 
@@ -49,6 +52,7 @@ _PUBLIC: dict[str, str] = {
     # the frame
     "App": "loom.engine", "Stage": "loom.engine", "Plugin": "loom.engine", "PluginGroup": "loom.engine",
     "PluginError": "loom.engine", "FixedClock": "loom.engine", "Mesh": "loom.engine", "WindowRunner": "loom.engine",
+    "AppProcessor": "loom.engine.app",
     # cloth
     "Cloth": "loom.components", "ClothMaterial": "loom.components", "Pin": "loom.components",
     "Transform": "loom.components", "Gravity": "loom.components", "Tearable": "loom.components",
@@ -65,13 +69,16 @@ _PUBLIC: dict[str, str] = {
     "Camera": "loom.components", "InputState": "loom.components", "ClothStyle": "loom.components",
     "ColliderStyle": "loom.components", "Prop": "loom.components", "RenderSettings": "loom.components",
     # a 2D game's pixels, and everyday cloth in one call
-    "PixelSpace": "loom.components", "cape": "loom.prefabs", "flag": "loom.prefabs", "Cape": "loom.prefabs",
+    "PixelSpace": "loom.components", "PixelCamera": "loom.components",
+    "UnitsWarning": "loom.components", "FrozenFieldError": "loom.components", "FieldError": "loom.components",
+    "cape": "loom.prefabs", "flag": "loom.prefabs", "Cape": "loom.prefabs",
     "Flag": "loom.prefabs", "Figure": "loom.prefabs", "spawn_figure": "loom.prefabs", "pose_figure": "loom.prefabs",
     # the pipeline
     "DefaultPlugins": "loom.systems", "ClothSet": "loom.systems",
     # drawing
     "GLRenderPlugin": "loom.systems.render.gl", "SoftRenderer": "loom.systems.render.soft",
     "SoftRenderPlugin": "loom.systems.render.soft", "WindowPlugin": "loom.systems.render.window",
+    "vertex_buffers": "loom.systems.render.buffers", "VertexBuffers": "loom.systems.render.buffers",
     # files
     "load_obj": "loom.files.meshes", "save_obj": "loom.files.meshes",
     "save_snapshot": "loom.files.snapshot", "load_snapshot": "loom.files.snapshot",

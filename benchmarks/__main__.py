@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loom.benchmarks import creep, drape, scenes, sheet, startup, stiffness, threads
+from loom.benchmarks import creep, drape, hitches, scenes, sheet, startup, stiffness, threads
 
-BENCHMARKS = {"creep": creep, "drape": drape, "scenes": scenes, "sheet": sheet, "startup": startup,
-              "stiffness": stiffness, "threads": threads}
+BENCHMARKS = {"creep": creep, "drape": drape, "hitches": hitches, "scenes": scenes, "sheet": sheet,
+              "startup": startup, "stiffness": stiffness, "threads": threads}
 
 
 def main(argv: list[str] | None = None) -> None:

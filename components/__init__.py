@@ -1,4 +1,5 @@
 """Loom's components: plain data validated on construction (no behaviour, no system imports)."""
+from loom.components._revision import FrozenFieldError
 from loom.components._validate import FieldError
 from loom.components.camera import Camera
 from loom.components.cloth import BEND, MODELS, PRECISIONS, SHEAR, STEP_MODELS, STRETCH, Cloth
@@ -9,7 +10,7 @@ from loom.components.gravity import Gravity
 from loom.components.material import PRESETS, ClothMaterial
 from loom.components.models import INTEGRATORS, SETTINGS, ImplicitSettings, MassSpringSettings, VerletSettings
 from loom.components.pin import Pin
-from loom.components.pixels import PixelSpace
+from loom.components.pixels import PixelCamera, PixelSpace, UnitsWarning
 from loom.components.render import ClothStyle, ColliderStyle, InputState, Prop, RenderSettings
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.components.tearing import Tearable
@@ -17,9 +18,10 @@ from loom.components.transform import Transform
 from loom.components.wind import Blower, Wind, WindBox, WindSphere
 
 __all__ = [
-    "BEND", "INTEGRATORS", "MODELS", "PRECISIONS", "PRESETS", "SETTINGS", "SHEAR", "STEP_MODELS", "STRETCH",
-    "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet", "ColliderStyle",
-    "Cylinder", "FieldError", "Grab", "Gravity", "ImplicitSettings", "InputState", "MassSpringSettings", "Pin", "Plane",
-    "PixelSpace", "Prism", "Prop", "RenderSettings", "RigidBody2D", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh",
-    "VerletSettings", "Wind", "WindBox", "WindSphere",
+    "BEND", "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
+    "ColliderStyle", "Cylinder", "FieldError", "FrozenFieldError", "Grab", "Gravity", "INTEGRATORS",
+    "ImplicitSettings", "InputState", "MODELS", "MassSpringSettings", "PRECISIONS", "PRESETS", "Pin", "PixelCamera",
+    "PixelSpace", "Plane", "Prism", "Prop", "RenderSettings", "RigidBody2D", "SETTINGS", "SHEAR", "STEP_MODELS",
+    "STRETCH", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh", "UnitsWarning", "VerletSettings",
+    "Wind", "WindBox", "WindSphere",
 ]

@@ -5,7 +5,9 @@ assignment to a listed field after construction is checked (shape against the ob
 converted to the one kernels take, finiteness, index range) and refused with one ValueError naming
 Class.field; ``check_state()`` re-runs every check on the whole object (the snapshot loader calls it after
 filling ``__dict__``); ``assign(**fields)`` changes fields whose sizes change together, all or nothing.
-``Revisioned`` adds ``revision``, which systems/shared/batch.py keys on.
+``Revisioned`` adds ``revision``, which systems/shared/batch.py keys on. Fields whose spec is ``readonly`` (rest
+data, index tables) are stored as read-only arrays: an in-place write raises ValueError, so no kernel ever reads an
+index table that was not checked.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from loom.components._validate import Dims, Spec
+from loom.components._validate import Dims, Spec, freeze_in_place, frozen
 
 _BUILDING: set[int] = set()
 """ids of the objects whose ``__post_init__`` runs now: the constructor validates those itself."""
@@ -41,9 +43,11 @@ class Checked:
             _BUILDING.add(key)
             try:
                 post(self)
-                for name in self._fields:               # init=False fields left at their class default
+                for name, spec in self._fields.items():   # init=False fields left at their class default
                     if name not in self.__dict__ and hasattr(type(self), name):
                         object.__setattr__(self, name, getattr(type(self), name))
+                    elif spec.readonly and not outer:     # rest data and index tables: stored read-only
+                        object.__setattr__(self, name, frozen(self.__dict__[name]))
             finally:
                 if not outer:
                     _BUILDING.discard(key)
@@ -55,6 +59,14 @@ class Checked:
         if spec is not None and name in self.__dict__ and id(self) not in _BUILDING:
             value = spec.check(type(self).__name__, name, self.__dict__, value, self._dims)
         object.__setattr__(self, name, value)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling and ``copy``: the fields restored as they were, read-only ones frozen again (pickle does not
+        keep numpy's write flag), so a copied component's kernels see the same array types as the original's."""
+        self.__dict__.update(state)
+        for name, spec in self._fields.items():
+            if spec.readonly and name in self.__dict__:
+                self.__dict__[name] = freeze_in_place(self.__dict__[name])
 
     def _checked(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """Every listed field of ``state`` checked (and converted) in table order, then the cross-field rules."""
@@ -72,7 +84,13 @@ class Checked:
 
     def check_state(self) -> None:
         """Re-run every field check on this object as it is (after its ``__dict__`` was filled directly, as
-        the snapshot loader does); raise ValueError naming Class.field, else store the converted arrays."""
+        the snapshot loader does); raise ValueError naming Class.field, else store the converted arrays. Read-only
+        fields' arrays are frozen in place first (with the arrays they view), so a decoded snapshot's shared
+        references stay the same objects."""
+        if id(self) not in _BUILDING:
+            for name, spec in self._fields.items():
+                if spec.readonly and name in self.__dict__:
+                    self.__dict__[name] = freeze_in_place(self.__dict__[name])
         self.__dict__.update(self._checked(self.__dict__))
 
     def assign(self, **fields: Any) -> None:
@@ -114,9 +132,35 @@ class Revisioned(Checked):
         object.__setattr__(self, "revision", self.__dict__.get("revision", 0) + 1)
 
 
+class FrozenFieldError(TypeError):
+    """A field that cannot be assigned was (a ClothMaterial's or a model's settings' field, a Cloth's model): make a
+    changed copy, or a new component, instead.
+
+    A TypeError, as Loom's documented errors are (dataclasses' own FrozenInstanceError is an AttributeError)."""
+
+
+def frozen_fields(cls: type) -> type:
+    """Class decorator over ``@dataclass(frozen=True)``: assigning or deleting a field of an instance raises
+    FrozenFieldError naming Class.field and how to get a changed copy (``dataclasses.replace``)."""
+    owner = cls.__name__
+    preset = hasattr(cls, "preset")
+
+    def refuse(self: Any, name: str, *value: Any) -> None:
+        extra = f" or {owner}.preset(name, {name}=...)" if preset else ""
+        use = "assign the copy (cloth.material = copy)" if preset else "build the cloth with it (Cloth.from_mesh)"
+        raise FrozenFieldError(f"{owner}.{name} cannot be assigned: a {owner} is frozen (cloths may share it); "
+                               f"make a changed copy with dataclasses.replace(obj, {name}=...){extra} and "
+                               f"{use}")
+
+    cls.__setattr__ = refuse  # type: ignore[assignment,method-assign]
+    cls.__delattr__ = refuse  # type: ignore[assignment,method-assign]
+    return cls
+
+
 class FrozenChecked:
     """Mixin for frozen dataclasses (materials, model settings): no field can be assigned, so only
-    ``check_state()`` is needed — it re-runs the constructor's checks on a decoded object."""
+    ``check_state()`` is needed — it re-runs the constructor's checks on a decoded object. Decorate the class
+    with ``frozen_fields`` (over ``@dataclass(frozen=True)``) so an assignment raises FrozenFieldError."""
 
     def check_state(self) -> None:
         """Re-run the constructor's checks on this object as it is; raise ValueError naming Class.field."""

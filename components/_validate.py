@@ -145,10 +145,49 @@ def length(key: str, axis: int = 0, plus: int = 0) -> Callable[[Mapping[str, Any
     return read
 
 
+def frozen(value: Any) -> Any:
+    """``value`` as a read-only array that shares memory with nothing writable: ``value`` itself when it is already
+    read-only all the way down (``sealed``), else a read-only C-contiguous copy (a caller's array is never frozen in
+    place). Non-arrays pass through. Rest data and index tables are stored so: an in-place write
+    (``cloth.link_i[0] = 10**6``) raises ValueError ("assignment destination is read-only") instead of reaching a
+    kernel unchecked; assigning a new array stays allowed and is checked."""
+    if not isinstance(value, np.ndarray) or sealed(value):
+        return value
+    out = np.array(value, copy=True, order="C")
+    out.flags.writeable = False
+    return out
+
+
+def sealed(arr: np.ndarray) -> bool:
+    """True if ``arr`` is C-contiguous and neither it nor any array it is a view of can be written."""
+    if not arr.flags.c_contiguous:
+        return False
+    while isinstance(arr, np.ndarray):
+        if arr.flags.writeable:
+            return False
+        arr = arr.base
+    return True
+
+
+def freeze_in_place(value: Any) -> Any:
+    """``value`` and the arrays it is a view of made read-only in place (an array Loom built or decoded itself:
+    its identity is kept, so other references to it, such as a snapshot's shared arrays, stay the same object);
+    ``frozen(value)`` for a non-contiguous one."""
+    if isinstance(value, np.ndarray) and value.flags.c_contiguous:
+        arr = value
+        while isinstance(arr, np.ndarray):
+            arr.flags.writeable = False
+            arr = arr.base
+        return value
+    return frozen(value)
+
+
 class Spec:
     """What one field holds; ``check`` returns the value to store or raises ValueError naming Owner.field."""
 
     optional = False
+    readonly = False
+    """True: the field's array is stored read-only (``frozen``); in-place writes raise, assignment is checked."""
     symbols: frozenset[str] = frozenset()
     """Dims symbols the check reads (a field is re-checked when ``assign`` changes one of them)."""
 
@@ -163,9 +202,9 @@ class Arr(Spec):
 
     def __init__(self, shape: tuple[int | str | None, ...], kind: str = "f", *, dtype: Any = None,
                  low: float | None = None, high: float | None = None, low_open: bool = False, finite: bool = True,
-                 count: str | None = None, unit: str = "", optional: bool = False) -> None:
+                 count: str | None = None, unit: str = "", optional: bool = False, readonly: bool = False) -> None:
         self.shape, self.kind, self.low, self.high, self.low_open = shape, kind, low, high, low_open
-        self.finite, self.count, self.unit, self.optional = finite, count, unit, optional
+        self.finite, self.count, self.unit, self.optional, self.readonly = finite, count, unit, optional, readonly
         self.symbols = frozenset(x for x in (*shape, count) if isinstance(x, str))
         default = {"f": np.float64, "i": np.int32, "b": np.bool_}[kind]
         self.dtype = default if dtype is None else dtype
@@ -179,13 +218,13 @@ class Arr(Spec):
             dtype = (np.float32 if state.get("precision") == "float32" else np.float64) \
                 if self.dtype == "state" else self.dtype
             with np.errstate(over="ignore", invalid="ignore"):    # too large for float32: refused as inf below
-                arr = np.require(arr, dtype=dtype, requirements=("C", "W"))
+                arr = np.require(arr, dtype=dtype, requirements=("C",) if self.readonly else ("C", "W"))
             if self.finite:
                 _finite(owner, name, arr, self.unit)
             else:
                 _not_nan(owner, name, arr, self.unit)
             _bounds(owner, name, arr, self.low, self.high, self.low_open, self.unit)
-            return arr
+            return frozen(arr) if self.readonly else arr
         if self.kind == "i":
             high = self.high
             if self.count is not None:
@@ -196,14 +235,17 @@ class Arr(Spec):
             low = self.low if self.low is not None else (0 if self.count is not None else info.min)
             _bounds(owner, name, arr, low, info.max if high is None else high, False, "",
                     count_label=None if self.count is None else dims[self.count][1])
+        if self.readonly:
+            return frozen(np.require(arr, dtype=self.dtype, requirements=("C",)))
         return np.require(arr, dtype=self.dtype, requirements=("C", "W"))
 
 
 class Offsets(Arr):
     """CSR/colour offsets (k + 1,) int: start at 0, never decrease, end at the size of the table they slice."""
 
-    def __init__(self, total: str, shape: tuple[int | str | None, ...] = (None,), dtype: Any = np.int32) -> None:
-        super().__init__(shape, "i", dtype=dtype, low=0)
+    def __init__(self, total: str, shape: tuple[int | str | None, ...] = (None,), dtype: Any = np.int32,
+                 readonly: bool = True) -> None:
+        super().__init__(shape, "i", dtype=dtype, low=0, readonly=readonly)
         self.total = total
         self.symbols = self.symbols | {total}
 
@@ -283,7 +325,7 @@ class Fixed(Spec):
     ``spec`` on the stored value."""
 
     def __init__(self, spec: Spec, why: str) -> None:
-        self.spec, self.why, self.symbols = spec, why, spec.symbols
+        self.spec, self.why, self.symbols, self.readonly = spec, why, spec.symbols, spec.readonly
 
     def check(self, owner: str, name: str, state: Mapping[str, Any], value: Any, dims: Dims) -> Any:
         if value is not state.get(name):
@@ -294,11 +336,13 @@ class Fixed(Spec):
 class Custom(Spec):
     """A field checked by ``fn(owner, name, state, value) -> value``."""
 
-    def __init__(self, fn: Callable[[str, str, Mapping[str, Any], Any], Any], symbols: tuple[str, ...] = ()) -> None:
-        self.fn, self.symbols = fn, frozenset(symbols)
+    def __init__(self, fn: Callable[[str, str, Mapping[str, Any], Any], Any], symbols: tuple[str, ...] = (),
+                 *, readonly: bool = False) -> None:
+        self.fn, self.symbols, self.readonly = fn, frozenset(symbols), readonly
 
     def check(self, owner: str, name: str, state: Mapping[str, Any], value: Any, dims: Dims) -> Any:
-        return self.fn(owner, name, state, value)
+        value = self.fn(owner, name, state, value)
+        return frozen(value) if self.readonly else value
 
 
 def unit_vector(owner: str, name: str, state: Any, value: Any) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Revisioned
+from loom.components._revision import FrozenFieldError, Revisioned
 from loom.components._validate import (Arr, Choice, Custom, FieldError, Flag, Instance, Int, Offsets, choice,
                                        floats, indices, integer, length, real, show)
 from loom.components.material import ClothMaterial
@@ -69,7 +69,13 @@ class Cloth(Revisioned):
     triangle and tether counts (fixed by the topology), dtype converted to what kernels take, finite
     floats, indices in range — else one ValueError naming Cloth.field. Sizes that change together
     (rebuilt tethers) go through ``cloth.assign(...)``; ``check_state()`` re-checks the whole object.
-    Writes into an array in place (``cloth.x[5] = nan``) are not seen here: the guard restores them.
+    Rest data and index tables (``mass``, ``rest_x``, ``rest_uv``, ``links``, ``link_kind``, ``triangles``,
+    ``bend_quads``, the colour-ordered link tables and offsets, ``bend_rest_angle``, ``base_inv_mass`` and the
+    tether tables) are read-only arrays: an in-place write (``cloth.link_i[0] = 10**6``) raises ValueError, so no
+    kernel reads an unchecked index; assign a new array instead (checked). The state (``x``, ``v``, ``x_prev``,
+    ``force``, ``contact``, ``inv_mass``) and the XPBD multipliers stay writable: the guard checks x, v and x_prev
+    before each step (non-finite or beyond ±1e6 m restores the last good state) and refuses a step that leaves
+    them non-finite or exploded.
     """
 
     # --- constructor inputs ---------------------------------------------------------------------
@@ -256,22 +262,26 @@ class Cloth(Revisioned):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "model" and "model" in self.__dict__ and value != self.__dict__["model"]:
-            raise AttributeError(f"Cloth.model = {value!r}: a cloth's model is fixed when it is built (its settings "
-                                 f"and the systems' index of cloths by model follow it); to switch, replace the "
-                                 f"component: app.add_component(entity, Cloth.from_mesh(..., model={value!r}))")
+            raise FrozenFieldError(f"Cloth.model = {value!r}: a cloth's model is fixed when it is built (its "
+                                   f"settings and the systems' index of cloths by model follow it); to switch, replace "
+                                   f"the component: app.add_component(entity, Cloth.from_mesh(..., model={value!r}))")
         super().__setattr__(name, value)
         if name == "material" and "link_compliance" in self.__dict__:
             self._link_material()
 
     def _link_material(self) -> None:
-        """Each link's compliance and limit from the material by kind: ``link_compliance`` in place (the solvers
-        hold it), ``link_max`` a new array (the deformation limit rebuilds its tables for a new one). Runs when
-        the cloth is built and whenever ``material`` is assigned, so a fabric switched live behaves as built."""
+        """Each link's compliance and limit from the material by kind, both new read-only arrays (``material`` was
+        just assigned, so the cloth's ``revision`` moved and the solvers' held tables and the deformation limit
+        rebuild for them). Runs when the cloth is built and whenever ``material`` is assigned, so a fabric switched
+        live behaves as built."""
         m = self.material
         kinds = self.link_kind[self.link_order]
         compliance = np.array([m.stretch_compliance, m.shear_compliance, m.bend_compliance])[kinds]
-        self.link_compliance[:] = compliance
-        object.__setattr__(self, "link_max", self.link_bounds(m.strain_limit, m.stretch_limit))
+        compliance.flags.writeable = False
+        object.__setattr__(self, "link_compliance", compliance)
+        link_max = self.link_bounds(m.strain_limit, m.stretch_limit)
+        link_max.flags.writeable = False
+        object.__setattr__(self, "link_max", link_max)
 
     def link_bounds(self, strain_limit: float | None, stretch_limit: float | None = None) -> np.ndarray:
         """Longest each link may be [m], (c,), colour order: (1 + strain_limit) × rest for stretch and shear links,
@@ -302,7 +312,6 @@ class Cloth(Revisioned):
         self.link_i = np.ascontiguousarray(links[order, 0])
         self.link_j = np.ascontiguousarray(links[order, 1])
         self.link_rest = np.ascontiguousarray(rest[order])
-        self.link_compliance = np.zeros(links.shape[0])
         self._link_material()
         self.link_lambda = np.zeros(links.shape[0])
 
@@ -431,14 +440,14 @@ Cloth._dims = {
 Cloth._fields = {
     "precision": Custom(_precision),
     "model": Custom(_model),
-    "rest_x": Arr(("n", 3), unit=" [m]"),
+    "rest_x": Arr(("n", 3), unit=" [m]", readonly=True),
     "x": Arr(("n", 3), dtype="state", unit=" [m]"),
-    "mass": Arr(("n",), low=0.0, low_open=True, unit=" [kg]"),
-    "links": Arr(("c", 2), "i", count="n"),
-    "link_kind": Arr(("c",), "i", dtype=np.int8, low=0, high=2),
-    "triangles": Arr(("t", 3), "i", count="n"),
-    "bend_quads": Arr(("b", 4), "i", count="n"),
-    "rest_uv": Arr(("n", 2), unit=" [m]"),
+    "mass": Arr(("n",), low=0.0, low_open=True, unit=" [kg]", readonly=True),
+    "links": Arr(("c", 2), "i", count="n", readonly=True),
+    "link_kind": Arr(("c",), "i", dtype=np.int8, low=0, high=2, readonly=True),
+    "triangles": Arr(("t", 3), "i", count="n", readonly=True),
+    "bend_quads": Arr(("b", 4), "i", count="n", readonly=True),
+    "rest_uv": Arr(("n", 2), unit=" [m]", readonly=True),
     "inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
     "material": Instance(ClothMaterial, "a ClothMaterial"),
     "settings": Custom(_settings),
@@ -448,16 +457,16 @@ Cloth._fields = {
     "yarns": Flag(),
     "self_collision": Flag(),
     "self_collision_mode": Choice(SELF_COLLISION_MODES),
-    "link_order": Arr(("c",), "i", dtype=np.int64, count="c"),
-    "link_i": Arr(("c",), "i", count="n"),
-    "link_j": Arr(("c",), "i", count="n"),
-    "link_rest": Arr(("c",), low=0.0, low_open=True, unit=" [m]"),
-    "link_compliance": Arr(("c",), low=0.0, unit=" [m/N]"),
-    "link_max": Arr(("c",), finite=False, low=0.0, low_open=True, unit=" [m]"),
+    "link_order": Arr(("c",), "i", dtype=np.int64, count="c", readonly=True),
+    "link_i": Arr(("c",), "i", count="n", readonly=True),
+    "link_j": Arr(("c",), "i", count="n", readonly=True),
+    "link_rest": Arr(("c",), low=0.0, low_open=True, unit=" [m]", readonly=True),
+    "link_compliance": Arr(("c",), low=0.0, unit=" [m/N]", readonly=True),
+    "link_max": Arr(("c",), finite=False, low=0.0, low_open=True, unit=" [m]", readonly=True),
     "link_color_offsets": Offsets("c"),
-    "bend_rest_angle": Arr(("b",), unit=" [rad]"),
+    "bend_rest_angle": Arr(("b",), unit=" [rad]", readonly=True),
     "bend_color_offsets": Offsets("b"),
-    "base_inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
+    "base_inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]", readonly=True),
     "v": Arr(("n", 3), dtype="state", unit=" [m/s]"),
     "x_prev": Arr(("n", 3), dtype="state", unit=" [m]"),
     "contact": Arr(("n", 5), unit=" [-]"),
@@ -465,9 +474,9 @@ Cloth._fields = {
     "link_lambda": Arr(("c",)),
     "bend_lambda": Arr(("b",)),
     "tether_offsets": Offsets("m", ("n1",)),
-    "tether_anchor": Arr(("m",), "i", count="n"),
-    "tether_length": Arr(("m",), low=0.0, unit=" [m]"),
-    "tether_anchor_mask": Arr(("n",), "b"),
+    "tether_anchor": Arr(("m",), "i", count="n", readonly=True),
+    "tether_length": Arr(("m",), low=0.0, unit=" [m]", readonly=True),
+    "tether_anchor_mask": Arr(("n",), "b", readonly=True),
     "rejected_steps": Int(0),
 }
 

@@ -13,7 +13,8 @@ the cloth's own as √(μ_cloth·μ_collider). Shapes live in the entity's local
                              (a pymunk polygon in a 2D game)
     TriangleMesh(vertices, triangles)   static mesh, front = counter-clockwise side (a statue, a hull)
 
-Move the Transform to move a collider: its motion over a step gives the surface velocity that
+A shape's arrays (``Plane.normal``, ``Box.half_extents``, ``Prism.polygon``, a TriangleMesh's tables) are read-only:
+assign a new value (checked) rather than writing into them. Move the Transform to move a collider: its motion over a step gives the surface velocity that
 friction acts against, so cloth resting on a moving platform rides along.
 """
 from __future__ import annotations
@@ -231,13 +232,13 @@ def _cells_plus_one(state: Any) -> int | None:
     return int(np.prod(shape.astype(np.int64))) + 1
 
 
-Plane._fields = {"normal": Custom(unit_vector)}
+Plane._fields = {"normal": Custom(unit_vector, readonly=True)}
 Sphere._fields = {"radius": Real(0.0, low_open=True, unit=" [m]")}
 Capsule._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"), "half_length": Real(0.0, unit=" [m]")}
 Cylinder._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"),
                     "half_height": Real(0.0, low_open=True, unit=" [m]")}
-Box._fields = {"half_extents": Arr((3,), low=0.0, low_open=True, unit=" [m]")}
-Prism._fields = {"polygon": Custom(_polygon), "half_depth": Real(0.0, low_open=True, unit=" [m]")}
+Box._fields = {"half_extents": Arr((3,), low=0.0, low_open=True, unit=" [m]", readonly=True)}
+Prism._fields = {"polygon": Custom(_polygon, readonly=True), "half_depth": Real(0.0, low_open=True, unit=" [m]")}
 TriangleMesh._dims = {
     "t": (length("triangles"), "triangles", "fixed when the mesh is built"),
     "ct": (length("cell_triangles"), "grid entries", "fixed when the mesh is built"),
@@ -245,12 +246,12 @@ TriangleMesh._dims = {
 }
 _GRID = "its search grid is binned from its triangles; build a new TriangleMesh"
 TriangleMesh._fields = {
-    "vertices": Fixed(Custom(_vertices), _GRID),
-    "triangles": Fixed(Custom(_triangles), _GRID),
+    "vertices": Fixed(Custom(_vertices, readonly=True), _GRID),
+    "triangles": Fixed(Custom(_triangles, readonly=True), _GRID),
     "cell_size": Fixed(Real(0.0, low_open=True, unit=" [m]"), _GRID),
-    "grid_origin": Fixed(Arr((3,), unit=" [m]"), _GRID),
-    "grid_shape": Fixed(Arr((3,), "i", dtype=np.int64, low=1, high=1 << 20), _GRID),
-    "cell_triangles": Fixed(Arr(("ct",), "i", count="t"), _GRID),
+    "grid_origin": Fixed(Arr((3,), unit=" [m]", readonly=True), _GRID),
+    "grid_shape": Fixed(Arr((3,), "i", dtype=np.int64, low=1, high=1 << 20, readonly=True), _GRID),
+    "cell_triangles": Fixed(Arr(("ct",), "i", count="t", readonly=True), _GRID),
     "cell_start": Fixed(Offsets("ct", ("cells1",), dtype=np.int64), _GRID),
 }
 Collider._fields = {

@@ -12,12 +12,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from loom.components._revision import FrozenChecked
+from loom.components._revision import FrozenChecked, frozen_fields
 from loom.components._validate import choice, real
 
 BEND_MODELS = ("distance", "dihedral")
 
 
+@frozen_fields
 @dataclass(frozen=True)
 class ClothMaterial(FrozenChecked):
     """Fabric parameters, validated on construction; pick a preset with ``ClothMaterial.preset("denim")``."""

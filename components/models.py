@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loom.components._revision import FrozenChecked
+from loom.components._revision import FrozenChecked, frozen_fields
 from loom.components._validate import FieldError, choice, floats, integer, real
 
 INTEGRATORS = ("explicit_euler", "symplectic_euler", "rk4", "verlet")
 
 
+@frozen_fields
 @dataclass(frozen=True)
 class VerletSettings(FrozenChecked):
     """Constraint-based Verlet cloth (Fuhrmann et al. 2003 §3; Schönberger §3.2–3.3; Fisher "Verlet").
@@ -49,6 +50,7 @@ class VerletSettings(FrozenChecked):
         integer(o, "passes", self.passes, low=1)
 
 
+@frozen_fields
 @dataclass(frozen=True)
 class MassSpringSettings(FrozenChecked):
     """Hooke springs with an explicit integrator (Provot 1995; Fisher "Mass-Spring Model").
@@ -103,6 +105,7 @@ class MassSpringSettings(FrozenChecked):
         integer(o, "limit_passes", self.limit_passes, low=0)
 
 
+@frozen_fields
 @dataclass(frozen=True)
 class ImplicitSettings(FrozenChecked):
     """Baraff & Witkin 1998 implicit cloth: condition forces, backward Euler, filtered PCG (§3–7).

@@ -22,7 +22,8 @@ class Pin(Revisioned):
     """Holds ``index`` particles at ``target`` world points, or at ``offset`` in ``attach_to``'s Transform."""
 
     index: Any
-    """Pinned particle indices, shape (k,) int, unique, each < the cloth's particle count."""
+    """Pinned particle indices, shape (k,) int, unique, each < the cloth's particle count; a read-only array (an
+    in-place write raises ValueError): assign a new one, checked here and against the cloth before the next step."""
     target: Any = None
     """World targets [m], shape (k, 3), one row per index (a single (3,) point only when k = 1: never broadcast
     to several pins); None: where the particles are when first stepped. Move it to drag them."""
@@ -39,6 +40,10 @@ class Pin(Revisioned):
     """World targets at the end of the current step [m], (k, 3) (pin system scratch)."""
     bound: bool = field(init=False, default=False, repr=False)
     """True once the pin system has checked the indices against its cloth and filled missing targets."""
+    bound_particles: int = field(init=False, default=-1, repr=False)
+    """Particle count of the cloth the indices were last checked against (−1: none yet): a cloth replaced on the
+    entity (``app.add_component(entity, other_cloth)``) or re-meshed has another count, and the pin system checks
+    the indices again before any kernel reads them."""
     active_before: np.ndarray = field(init=False, repr=False)
     """``active`` as the pin system saw it last step (to report releases and grabs as events)."""
 
@@ -68,6 +73,7 @@ class Pin(Revisioned):
     def check_state(self) -> None:
         """Re-run every field check (``Checked.check_state``); the pin system then re-checks the indices
         against its cloth's particle count before the next step (a pin does not know its cloth)."""
+        self.__dict__.setdefault("bound_particles", -1)          # a snapshot saved before the field existed
         super().check_state()
         object.__setattr__(self, "bound", False)
 
@@ -173,7 +179,7 @@ _PER_PIN = ("one per pinned particle, k = len(Pin.index); change k with pin.assi
 _PIN_DIMS = {"k": (length("index"), "pinned particles", _PER_PIN)}
 Pin._dims = _PIN_DIMS
 Pin._fields = {
-    "index": Custom(_index, ("k",)),
+    "index": Custom(_index, ("k",), readonly=True),
     "target": Custom(_targets, ("k",)),
     "attach_to": Int(1, optional=True),
     "offset": Custom(_offsets, ("k",)),
@@ -181,5 +187,6 @@ Pin._fields = {
     "step_start": Arr(("k", 3), unit=" [m]"),
     "step_end": Arr(("k", 3), unit=" [m]"),
     "bound": Flag(),
+    "bound_particles": Int(-1),
     "active_before": Arr(("k",), "b"),
 }

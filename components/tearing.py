@@ -41,7 +41,8 @@ class Tearable(Checked):
     torn: np.ndarray = field(init=False, repr=False)
     """Particles that are copies or have been copied, (n,) bool (empty until the first tear)."""
     crack: np.ndarray = field(init=False, repr=False)
-    """Boundary edges between torn particles — the faces of the cracks — (k, 2) int32."""
+    """Boundary edges between torn particles — the faces of the cracks — (k, 2) int32. ``piece``, ``torn`` and
+    ``crack`` are read-only arrays (the tearing system assigns new ones; an in-place write raises ValueError)."""
     tether_table: np.ndarray | None = field(init=False, default=None, repr=False)
     """The cloth's ``tether_anchor`` array last pruned to stay within pieces."""
     tears: int = field(init=False, default=0)
@@ -76,9 +77,9 @@ Tearable._fields = {
     "active": Flag(),
     "link_time": Arr((None,), low=0.0, unit=" [s]"),
     "link_table": Instance(np.ndarray, "the cloth's link_i array or None", optional=True),
-    "piece": Arr((None,), "i", low=0),
-    "torn": Arr((None,), "b"),
-    "crack": Arr((None, 2), "i", low=0),
+    "piece": Arr((None,), "i", low=0, readonly=True),
+    "torn": Arr((None,), "b", readonly=True),
+    "crack": Arr((None, 2), "i", low=0, readonly=True),
     "tether_table": Instance(np.ndarray, "the cloth's tether_anchor array or None", optional=True),
     "tears": Int(0),
     "rebuilds": Int(0),

@@ -8,10 +8,13 @@ test suite runs the same check in tests/test_docs.py). The reference cannot fall
 - ``loom`` itself is its table of contents: every name of ``loom.__all__`` and the module it loads from;
 - a package lists the names it exports from elsewhere, with links to where they are documented;
 - every public class and function defined in a module: signature as written (read with ``ast``), the
-  first paragraph of its docstring; a class adds its fields (dataclasses, with the field docstrings
-  that carry the units), properties and public methods; an enum (``Stage``, ``ClothSet``) lists its
-  members in order; a constant with a docstring is listed, and a ``PluginGroup`` (``DefaultPlugins``)
-  lists its members in build order with their docstrings.
+  first paragraph of its docstring; a class adds every public attribute — its fields (dataclasses and
+  NamedTuples, with the field docstrings that carry the units), its instance attributes (each
+  ``self.name = …`` of its methods, with the docstring under it), its class attributes and properties —
+  and its public methods, those of private base classes (``Checked``, ``Revisioned``) included; an enum
+  (``Stage``, ``ClothSet``) lists its members in order; a constant with a docstring is listed, and a
+  ``PluginGroup`` (``DefaultPlugins``) lists its members in build order with their docstrings;
+- the exceptions: the types public calls raise and every Loom exception class (found, not listed).
 
 Names starting with ``_`` are left out. Each module is imported (so a name must exist at run time).
 """
@@ -143,7 +146,7 @@ def class_fields(node: ast.ClassDef) -> list[tuple[str, str, bool]]:
     body = node.body
     for k, item in enumerate(body):
         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
-                and not item.target.id.startswith("_"):
+                and not item.target.id.startswith("_") and "ClassVar" not in ast.unparse(item.annotation):
             doc = first_paragraph(_docstring_after(body, k))
             text = f"{item.target.id}: {ast.unparse(item.annotation)}{_field_default(item.value)}"
             out.append((text, doc, not _is_init_false(item.value)))
@@ -155,9 +158,100 @@ def class_signature(node: ast.ClassDef) -> str:
     for item in node.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
             return f"{node.name}({_args(item, True)})"
-    if "dataclass" in _decorators(node):
+    if _has_fields(node):
         return f"{node.name}({', '.join(text for text, _, init in class_fields(node) if init)})"
     return node.name
+
+
+def _has_fields(node: ast.ClassDef) -> bool:
+    """A dataclass or a NamedTuple: its annotated class-level names are its constructor's fields."""
+    return "dataclass" in _decorators(node) or any(ast.unparse(b).split(".")[-1] == "NamedTuple" for b in node.bases)
+
+
+def _statement_lists(node: ast.AST) -> list[list[ast.stmt]]:
+    """Every statement list inside ``node`` (function bodies, if/for/with/try blocks), outermost first."""
+    out = []
+    for child in ast.walk(node):
+        for key in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(child, key, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                out.append(block)
+    return out
+
+
+def _self_targets(statement: ast.stmt, me: str) -> list[str]:
+    """Public names ``me.name`` assigned by ``statement`` (``me.a = …``, ``me.a: T = …``, ``me.a, me.b = …``)."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AnnAssign):
+        targets = [statement.target]
+    else:
+        return []
+    names = []
+    for target in targets:
+        for item in (target.elts if isinstance(target, ast.Tuple) else [target]):
+            if isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name) and item.value.id == me \
+                    and not item.attr.startswith("_"):
+                names.append(item.attr)
+    return names
+
+
+def instance_attributes(node: ast.ClassDef) -> list[tuple[str, str]]:
+    """[(name, docstring)] of the public attributes the class's methods assign on ``self``: ``__init__``'s
+    first, then the other methods' in source order; each documented by the string under its first
+    documented assignment ('' when none is)."""
+    methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and item.args.args and "staticmethod" not in _decorators(item)
+               and "classmethod" not in _decorators(item)]
+    methods.sort(key=lambda m: m.name not in ("__init__", "__post_init__"))
+    found: dict[str, str] = {}
+    for method in methods:
+        me = method.args.args[0].arg
+        for block in _statement_lists(method):
+            for k, statement in enumerate(block):
+                for name in _self_targets(statement, me):
+                    doc = first_paragraph(_docstring_after(block, k))
+                    if not found.get(name):
+                        found[name] = doc
+    return list(found.items())
+
+
+def class_attributes(node: ast.ClassDef) -> list[tuple[str, str]]:
+    """[(``name: type = value`` as written, docstring)] of the public class-level names of a class that is not a
+    dataclass or NamedTuple (annotated ones, ClassVar included, and plain assignments)."""
+    out = []
+    for k, item in enumerate(node.body):
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            name = item.target.id
+            text = f"{name}: {ast.unparse(item.annotation)}{_field_default(item.value)}"
+        elif isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+            name = item.targets[0].id
+            value = ast.unparse(item.value)
+            text = f"{name} = {value}" if len(value) <= 60 and "\n" not in value else name
+        else:
+            continue
+        if not name.startswith("_"):
+            out.append((text, first_paragraph(_docstring_after(node.body, k))))
+    return out
+
+
+def private_bases(cls: object) -> list[tuple[type, ast.ClassDef]]:
+    """(class, its ``ast`` node) of each base of ``cls`` that the reference does not document by itself (a
+    ``_private`` class or one in a ``_private`` module of loom): their public members are listed with ``cls``."""
+    out = []
+    for base in getattr(cls, "__mro__", ())[1:]:
+        module = getattr(base, "__module__", "") or ""
+        if not module.startswith("loom.") or not any(part.startswith("_") for part in
+                                                     [*module.split("."), base.__name__]):
+            continue
+        try:
+            tree = ast.parse(inspect.getsource(base))
+        except (OSError, TypeError):
+            continue
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == base.__name__), None)
+        if node is not None:
+            out.append((base, node))
+    return out
 
 
 def document_enum(cls: type[enum.Enum], node: ast.ClassDef, lines: list[str]) -> None:
@@ -172,6 +266,25 @@ def document_enum(cls: type[enum.Enum], node: ast.ClassDef, lines: list[str]) ->
         lines += ["```text", more, "```", ""]
 
 
+def _methods(node: ast.ClassDef, origin: str = "") -> list[tuple[str, str, str, str]]:
+    """[(name, ``signature``, label, docstring)] of the public methods and properties of a class body; ``origin``
+    (a private base's name) is added to the label."""
+    out: list[tuple[str, str, str, str]] = []
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_"):
+            if item.name in {name for name, *_ in out}:                 # a property's setter: listed once
+                continue
+            kind = _decorators(item) & {"property", "classmethod", "staticmethod"}
+            if "property" in kind:
+                signature, label = item.name, "property"
+            else:
+                label = next(iter(kind), "")
+                signature = function_signature(item, method=label != "staticmethod")
+            label = ", ".join(filter(None, [label, f"from `{origin}`" if origin else ""]))
+            out.append((item.name, signature, label, first_paragraph(ast.get_docstring(item))))
+    return out
+
+
 def document_class(node: ast.ClassDef, lines: list[str], cls: object = None) -> None:
     if isinstance(cls, type) and issubclass(cls, enum.Enum):
         document_enum(cls, node, lines)
@@ -180,18 +293,25 @@ def document_class(node: ast.ClassDef, lines: list[str], cls: object = None) -> 
     doc = first_paragraph(ast.get_docstring(node))
     if doc:
         lines += [doc, ""]
-    is_dataclass = "dataclass" in _decorators(node)
-    fields = class_fields(node) if is_dataclass else []
-    members = []
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_"):
-            kind = _decorators(item) & {"property", "classmethod", "staticmethod"}
-            if "property" in kind:
-                members.append((f"{item.name}", "property", first_paragraph(ast.get_docstring(item))))
-            else:
-                label = next(iter(kind), "")
-                members.append((function_signature(item, method=label != "staticmethod"), label,
-                                first_paragraph(ast.get_docstring(item))))
+    fields = class_fields(node) if _has_fields(node) else []
+    members = _methods(node)
+    bases = private_bases(cls)
+    for base, base_node in bases:
+        members += [m for m in _methods(base_node, base.__name__) if m[0] not in {n for n, *_ in members}]
+    taken = {text.split(":")[0] for text, _, _ in fields} | {name for name, *_ in members}
+    attributes: list[tuple[str, str]] = []
+    for origin, body in [("", node), *[(base.__name__, base_node) for base, base_node in bases]]:
+        tag = f" *(from `{origin}`)*" if origin else ""
+        if not _has_fields(body):
+            own = class_attributes(body)
+        else:                                        # the class's own fields are listed above, a base's here
+            own = [(text, field_doc) for text, field_doc, _ in class_fields(body)] if origin else []
+        for text, attribute_doc in own + instance_attributes(body):
+            name = text.split(":")[0].split(" =")[0]
+            if name in taken:
+                continue
+            taken.add(name)
+            attributes.append((f"`{text}`{tag}", attribute_doc))
     if fields:
         lines.append("Fields:")
         lines.append("")
@@ -199,10 +319,16 @@ def document_class(node: ast.ClassDef, lines: list[str], cls: object = None) -> 
             note = "" if init else " *(derived)*"
             lines.append(f"- `{text}`{note}" + (f" — {field_doc}" if field_doc else ""))
         lines.append("")
+    if attributes:
+        lines.append("Attributes:")
+        lines.append("")
+        for text, attribute_doc in attributes:
+            lines.append(f"- {text}" + (f" — {attribute_doc}" if attribute_doc else ""))
+        lines.append("")
     if members:
         lines.append("Members:")
         lines.append("")
-        for signature, label, member_doc in members:
+        for _, signature, label, member_doc in members:
             tag = f" *({label})*" if label else ""
             lines.append(f"- `{signature}`{tag}" + (f" — {member_doc}" if member_doc else ""))
         lines.append("")
@@ -391,6 +517,72 @@ def document_module(name: str, lines: list[str]) -> None:
             lines += ["Exports, documented with their modules: " + ", ".join(exported) + ".", ""]
 
 
+BUILTIN_ERRORS: list[tuple[str, str]] = [
+    ("ValueError", "a value Loom refuses: out of range, of the wrong shape, not finite, an unknown name (a preset, "
+                   "a model, a view), a file whose content cannot be read; the message names `Class.field` or the "
+                   "argument and the value"),
+    ("TypeError", "a value of the wrong kind (a string where a number goes, an object where an entity id or a "
+                  "plugin goes); the message names the argument and what it expects"),
+    ("KeyError", "an entity, component or resource that does not exist (`app.get`, `app.resource`, `app.despawn`, "
+                 "a `VertexBuffers` whose cloth was despawned); the message names the entity or the type"),
+    ("RuntimeError", "a call the current state forbids: an App used after `close()` or stepped from inside its own "
+                     "step, a plugin that cannot build, no OpenGL context (the message says what to install or "
+                     "set)"),
+    ("OSError", "a file that cannot be opened, read or written (snapshots, OBJ/PLY, recordings), as the system "
+                "reports it, with the path"),
+]
+"""The exception types a public call may raise, each with when (the reference's "Exceptions" section)."""
+
+
+def loom_exceptions() -> list[tuple[type, str]]:
+    """[(exception class, defining module)] of every exception class defined in Loom's packages (``TOP_LEVEL``,
+    private modules included), sorted by name: found by importing each module, never listed by hand."""
+    found: dict[str, tuple[type, str]] = {}
+    for package in TOP_LEVEL:
+        root = importlib.import_module(package)
+        names = [package] + [info.name for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")
+                             if not info.name.endswith("__main__")]
+        for name in names:
+            module = importlib.import_module(name)
+            for obj in vars(module).values():
+                if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == name:
+                    found[f"{obj.__name__} {name}"] = (obj, name)
+    return sorted(found.values(), key=lambda item: (item[0].__name__, item[1]))
+
+
+def document_exceptions(lines: list[str]) -> None:
+    """The "Exceptions" section: the built-in types public calls raise, then every Loom subclass of them."""
+    lines += ["# Exceptions", "",
+              "A public call of Loom raises only these built-in types, or Loom's own subclasses of them, and each "
+              "message names the field or the likely cause. Anything else escaping a public call (a numba "
+              "typing error, `ZeroDivisionError`, `OverflowError`, `numpy.linalg.LinAlgError`, …) is a bug: "
+              "please report it.", "",
+              "| type | raised for |", "|---|---|"]
+    lines += [f"| `{name}` | {when} |" for name, when in BUILTIN_ERRORS]
+    found = loom_exceptions()
+    errors = [(cls, module) for cls, module in found if not issubclass(cls, Warning)]
+    warned = [(cls, module) for cls, module in found if issubclass(cls, Warning)]
+    lines += ["", "Loom's exception classes (each is also one of the types above, so `except ValueError` catches "
+              "`SnapshotError`):", ""]
+    _exception_table(errors, "raised for", lines)
+    if warned:
+        lines += ["Loom's warning classes (issued with `warnings.warn`, never raised: the call goes on; "
+                  "`warnings.simplefilter(\"error\", …)` turns them into exceptions):", ""]
+        _exception_table(warned, "issued for", lines)
+
+
+def _exception_table(classes: list[tuple[type, str]], when: str, lines: list[str]) -> None:
+    lines += [f"| class | subclass of | {when} | defined in |", "|---|---|---|---|"]
+    for cls, module in classes:
+        bases = ", ".join(f"`{base.__name__}`" for base in cls.__bases__)
+        source = Path(inspect.getsourcefile(cls)).relative_to(ROOT).as_posix()
+        where = f"[`{module}`](#{anchor(module)})" if not any(p.startswith("_") for p in module.split(".")) \
+            else f"`{module}` ([source](../{source}))"
+        lines.append(f"| `{cls.__name__}` | {bases} | {first_paragraph(inspect.getdoc(cls)).replace('|', '/')} "
+                     f"| {where} |")
+    lines.append("")
+
+
 def render() -> str:
     """Return the text of docs/api.md."""
     listed = {package for _, packages in SECTIONS for package in packages}
@@ -406,11 +598,12 @@ def render() -> str:
     for title, modules in sections:
         links = ", ".join(f"[`{m}`](#{anchor(m)})" for m in modules)
         lines.append(f"| {title} | {links} |")
-    lines.append("")
+    lines += ["| [Exceptions](#exceptions) | the types public calls raise; Loom's exception classes |", ""]
     for title, modules in sections:
         lines += [f"# {title}", ""]
         for name in modules:
             document_module(name, lines)
+    document_exceptions(lines)
     return "\n".join(lines).rstrip() + "\n"
 
 

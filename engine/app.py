@@ -1,4 +1,4 @@
-"""App: one simulation — its own esper world, its resources, its schedule and its fixed-step clock.
+"""App: one simulation — an esper world (its own, or the game's), its resources, its schedule and its fixed-step clock.
 
 Typical use, headless::
 
@@ -20,13 +20,25 @@ once and applied, in call order, at the end of that step (before the next one), 
 ``delete_entity`` and pymunk's post-step callbacks do. A step's systems therefore all see the same
 entities. ``app.step``/``app.update`` from inside a step or a frame raises RuntimeError, and so does
 any use of the App after ``close()``.
+
+Loom is a guest in the game's program: no public call changes esper's current world as the caller sees it.
+Each public method makes the App's world current for its own duration and switches back to the caller's
+on return (on an exception too); inside a step, where the App's world is already current, nothing switches.
+The App's world is private by default (``loom-app-N``, deleted by ``close()``); ``App(world="default")`` lives
+in the game's own world instead: Loom's components go on the game's entities and ``app.processor()`` runs
+Loom's steps as one of the game's esper processors (docs/embedding.md, "esper: Loom's world or yours").
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
+import sys
 import time
-from collections.abc import Callable, Iterable
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import esper
@@ -38,15 +50,42 @@ from loom.engine.frame_stats import FrameStats
 from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
                                plugin_name)
 from loom.engine.schedule import Schedule, Stage, System
+from loom.engine.step_boundary import after_step, before_step
 from loom.engine.threads import ThreadTuner, checked_count, cores
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("loom")
 _app_ids = itertools.count(1)
+_hosts: weakref.WeakValueDictionary[str, App] = weakref.WeakValueDictionary()
+"""The open App living in each esper world, by world name: one App per world (two would step its cloths twice)."""
+
+SLOW_FRAME = 0.25
+"""``App.update`` real_dt [s] above which it warns once that milliseconds were probably passed as seconds."""
+INTEGRATOR_SETS = ((Stage.SUBSTEP, "PREDICT"), (Stage.PRE_STEP, "SOLVE_STEP"))
+"""(stage, set name) where a cloth model's integrator runs (``ClothSet.PREDICT`` for the substepped models,
+``ClothSet.SOLVE_STEP`` for whole-step ones): an App stepping cloths with no system in either moves nothing."""
+
+
+def _in_world(method: F) -> F:
+    """Run ``method`` with the App's world current and the caller's made current again on return (or raise).
+
+    When the App's world is already current (a system inside a step, a game living in the App's world) it costs
+    one comparison and switches nothing."""
+    @functools.wraps(method)
+    def hosted(self: App, *args: Any, **kwargs: Any) -> Any:
+        if esper.current_world == self._world:
+            return method(self, *args, **kwargs)
+        previous = self._switch_in()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            esper.switch_world(previous)
+    return hosted  # type: ignore[return-value]
 
 
 class App:
-    """A simulation with a private ECS world, resources, an ordered schedule and a fixed-step clock.
+    """A simulation with an ECS world (private, or the game's), resources, an ordered schedule and a fixed-step clock.
 
     dt [s] is the fixed step (1/60 s suits a 60 Hz game); substeps splits each step into
     h = dt/substeps for the SUBSTEP stage (more substeps: stiffer, less stretchy cloth, more cost);
@@ -66,15 +105,45 @@ class App:
     ``remove_component`` are checked at once (KeyError for a missing entity or component) and take
     effect at the end of the step, in call order. Outside a step (set-up, INPUT and RENDER systems,
     between calls) they act immediately. esper functions called directly bypass this: use the App's.
+
+    world: None (default) gives the App a private esper world, ``loom-app-N``, that ``close()`` deletes; a name
+    (the game's world, e.g. "default") makes Loom live in that world: Loom's components go on the game's
+    entities (``app.add_component(hero, cloth)``), ``entities()`` and ``query`` see the game's entities too,
+    ``app.processor()`` runs Loom's steps among the game's esper processors, and ``close()`` leaves the world and
+    its entities to the game. One open App per world (ValueError for a second). Either way no public method
+    changes esper's current world as the caller sees it: each makes the App's world current for its own
+    duration only.
     """
 
     def __init__(self, dt: float = 1.0 / 60.0, substeps: int = 16, *, max_steps: int = 4,
-                 threads: int | str | None = "auto", plugins: str | list[PluginLike] | None = None) -> None:
+                 threads: int | str | None = "auto", plugins: str | list[PluginLike] | None = None,
+                 world: str | None = None) -> None:
+        if world is not None and not isinstance(world, str):
+            raise TypeError(f"App world = {world!r}: expected the name (str) of the game's esper world, or None "
+                            f"for a private one")
+        if world is not None and not world:
+            raise ValueError("App world = '': expected the name of the game's esper world (e.g. \"default\"), "
+                             "or None for a private one")
+        host = _hosts.get(world) if world is not None else None
+        if host is not None:
+            raise ValueError(f"App world = {world!r}: another open App already lives in that world (two would step "
+                             f"its cloths twice); close() it first, or leave world=None for a private world")
         self.clock = FixedClock(dt=dt, substeps=substeps, max_steps=max_steps)
+        """The fixed-step clock: ``dt`` [s], ``substeps``, ``max_steps``, ``time``, ``step_index``, ``alpha``."""
         self.schedule = Schedule()
+        """The systems of each stage in their resolved order (``add_system`` fills it)."""
         self.resources: dict[type, Any] = {}
+        """One resource per type (``insert_resource``, ``resource``): gravity, pixel space, solver scratch."""
         self._flat_queries: dict[tuple[type, ...], tuple[list, list]] = {}
-        self.world = f"loom-app-{next(_app_ids)}"
+        self.owns_world = world is None
+        """True when the world is the App's own (private, deleted by ``close()``); False in a game's world."""
+        if world is None:
+            world = f"loom-app-{next(_app_ids)}"
+            while world in esper.list_worlds():               # a name the game took: never share by accident
+                world = f"loom-app-{next(_app_ids)}"
+        self.world = world
+        """The name of the esper world Loom's entities live in (``esper.list_worlds()``)."""
+        self._world: str | None = world                      # None once closed: never equals esper's current world
         self._plugins: list[str] = []
         self._building: list[str] = []                     # plugins whose build() is running, innermost last
         self._handlers: dict[str, list[Callable[..., None]]] = {}
@@ -86,6 +155,8 @@ class App:
         self._pending_adds: dict[tuple[int, type], Any] = {}
         self._pending_despawns: set[int] = set()
         self._closed = False
+        self._warned: set[str] = set()                      # warnings given once: "slow_frame", "integrator"
+        self._integrator_runs: tuple[Any, Any] | None = None   # the schedule's runs when last checked for one
         self.sim_seconds = 0.0
         """Wall-clock time spent in fixed steps since the start [s] (for reports)."""
         self.frame_stats = FrameStats()
@@ -106,7 +177,11 @@ class App:
         it to pick a serial or parallel kernel instead of asking numba (``numba.get_num_threads()`` costs about
         2 µs, and the cape's systems asked some forty times a frame). Either kernel gives the same result."""
         self.set_threads("auto" if threads is None else threads)
-        self._use()
+        if world not in esper.list_worlds():                 # make it now (list_worlds shows it), leave it not current
+            previous = esper.current_world
+            esper.switch_world(world)
+            esper.switch_world(previous)
+        _hosts[world] = self
         if plugins == "auto":
             self.add_plugins_from_entry_points()
         elif isinstance(plugins, str):
@@ -125,18 +200,42 @@ class App:
         self.threads, self.tuner = checked_count(threads), None
 
     # --- world ------------------------------------------------------------------------------
-    def _use(self) -> None:
-        """Make this App's world esper's current one (cheap when it already is); RuntimeError once closed."""
-        if esper.current_world != self.world:
-            if self._closed:
-                raise RuntimeError(f"App {self.world} is closed: close() deleted its world; make a new App")
-            esper.switch_world(self.world)
+    def _switch_in(self) -> str:
+        """Make this App's world esper's current one and return the caller's (to switch back to); RuntimeError
+        once closed."""
+        if self._closed:
+            where = "deleted its world" if self.owns_world else "ended its use of the world"
+            raise RuntimeError(f"App {self.world} is closed: close() {where}; make a new App")
+        previous = esper.current_world
+        esper.switch_world(self.world)
+        return previous
 
+    @contextmanager
+    def _current(self) -> Iterator[None]:
+        """``with app._current():`` esper's module functions act on this App's world inside the block, and the
+        caller's world is current again after it (loom.files reads and writes entities this way)."""
+        if esper.current_world == self._world:
+            yield
+            return
+        previous = self._switch_in()
+        try:
+            yield
+        finally:
+            esper.switch_world(previous)
+
+    def _components_of(self, entity: int) -> tuple[Any, ...]:
+        """Every component of ``entity`` in this App's world (an empty tuple if it has none or does not exist)."""
+        with self._current():
+            try:
+                return esper.components_for_entity(entity)
+            except KeyError:
+                return ()
+
+    @_in_world
     def spawn(self, *components: Any) -> int:
         """Create an entity with ``components`` and return its id.
 
         During a step the id is made now and the components are attached at the end of the step."""
-        self._use()
         if not self._deferring:
             return esper.create_entity(*components)
         entity = esper.create_entity()
@@ -144,11 +243,11 @@ class App:
             self._defer("add", entity, component)
         return entity
 
+    @_in_world
     def despawn(self, entity: int) -> None:
         """Delete ``entity`` and all its components (at the end of the step, if called during one).
 
         Raises KeyError if it does not exist (or is already being despawned this step)."""
-        self._use()
         if not esper.entity_exists(entity) or entity in self._pending_despawns:
             raise KeyError(f"despawn: entity {entity} does not exist in {self.world}")
         if self._deferring:
@@ -174,7 +273,9 @@ class App:
 
     def try_get(self, entity: int, component_type: type[T]) -> T | None:
         """Return ``entity``'s component of ``component_type`` (one queued this step first), or None."""
-        self._use()
+        if esper.current_world != self._world:              # called from outside: in the App's world and back
+            with self._current():
+                return self.try_get(entity, component_type)
         if self._pending_adds:
             queued = self._pending_adds.get((entity, component_type))
             if queued is not None:
@@ -183,12 +284,12 @@ class App:
             return None
         return esper.try_component(entity, component_type)
 
+    @_in_world
     def add_component(self, entity: int, component: Any) -> None:
         """Attach ``component`` to ``entity`` (replacing one of the same type); at the end of the step
         if called during one. Raises KeyError if the entity does not exist.
 
         Every add or remove drops esper's query caches: do it at set-up or on events, not per frame."""
-        self._use()
         if not esper.entity_exists(entity) or entity in self._pending_despawns:
             raise KeyError(f"add_component: entity {entity} does not exist in {self.world}")
         if self._deferring:
@@ -196,10 +297,10 @@ class App:
             return
         esper.add_component(entity, component)
 
+    @_in_world
     def remove_component(self, entity: int, component_type: type[T]) -> T:
         """Detach and return ``entity``'s component of ``component_type`` (at the end of the step, if
         called during one). Raises KeyError if absent."""
-        self._use()
         if not self._deferring:
             return esper.remove_component(entity, component_type)
         found = self.try_get(entity, component_type)
@@ -239,7 +340,9 @@ class App:
 
         Ordered by entity id, so systems visit entities in a deterministic order. The list is shared
         (cached until a component is added or removed anywhere): read it, don't change it."""
-        self._use()
+        if esper.current_world != self._world:              # called from outside: in the App's world and back
+            with self._current():
+                return self.query(*component_types)
         if len(component_types) == 1:
             return esper.get_component(component_types[0])
         found = esper.get_components(*component_types)       # esper's cached list while nothing changed
@@ -248,9 +351,9 @@ class App:
             flat = self._flat_queries[component_types] = (found, [(e, *comps) for e, comps in found])
         return flat[1]
 
+    @_in_world
     def entities(self) -> list[int]:
-        """Return every entity id in this App's world."""
-        self._use()
+        """Return every entity id in this App's world (in a game's world, the game's entities too)."""
         return list(esper.get_entities())
 
     # --- resources ------------------------------------------------------------------------
@@ -282,6 +385,7 @@ class App:
                            f"or add the plugin that provides it") from None
 
     # --- plugins, systems, events, reports --------------------------------------------------
+    @_in_world
     def add_plugin(self, plugin: PluginLike) -> App:
         """Build ``plugin`` (an object with ``build(app)``, a plugin class, or a function of app).
 
@@ -377,6 +481,7 @@ class App:
         """Add a function whose dict is merged into ``report()`` (plugins report their own numbers)."""
         self._reporters.append(reporter)
 
+    @_in_world
     def report(self) -> dict[str, Any]:
         """Return a summary of the run: frames, simulated time, sim ms per frame (the mean since the start), the
         last second's frames per second and ms per step (``frame_stats``: what a HUD shows), plus each reporter's."""
@@ -408,30 +513,59 @@ class App:
             raise ValueError(f"App.step frames = {frames!r}: must be an integer >= 0")
         if dt is not None:
             dt = _checked_dt(dt, "App.step dt")
-        self._enter("step")
+        previous = self._enter("step")
         try:
             if dt is not None and dt != self.clock.dt:
                 self.clock.set_dt(dt, "App.step dt")
             self._steps(frames)
         finally:
             self._busy = None
+            if previous is not None:
+                esper.switch_world(previous)
 
-    def _enter(self, name: str) -> None:
-        """Refuse ``App.<name>`` after close() or from inside a running step or frame; else mark it running."""
+    def _enter(self, name: str) -> str | None:
+        """Refuse ``App.<name>`` after close() or from inside a running step or frame; else mark it running, make
+        the App's world current and return the caller's world to switch back to (None: it was current already)."""
         if self._closed:
-            raise RuntimeError(f"App.{name} called after close(): {self.world} is deleted; make a new App")
+            where = "is deleted" if self.owns_world else "is no longer Loom's"
+            raise RuntimeError(f"App.{name} called after close(): {self.world} {where}; make a new App")
         if self._busy is not None:
             where = "a step" if self._deferring or self._busy == "step" else "App.update (INPUT or RENDER)"
             raise RuntimeError(f"App.{name} called inside {where} (from a system or event handler): a step cannot "
                                f"run steps; call it after app.{self._busy} returns")
-        self._use()
+        previous = None if esper.current_world == self._world else self._switch_in()
         self._busy = name
+        return previous
+
+    def _check_integrator(self, runs: tuple[Any, Any], frames: int) -> None:
+        """Warn once if this App steps cloths and no system integrates them (no system in ``INTEGRATOR_SETS``:
+        typically ``DefaultPlugins`` was never added, and nothing moves). Looked up again only when the schedule
+        changed (``runs``: its resolved PRE_STEP and SUBSTEP runs, new objects after a change) or, while none
+        integrates, until a cloth is stepped."""
+        if frames == 0 or "integrator" in self._warned:
+            return
+        integrates = any(entry.enabled and name in entry.sets
+                         for stage, name in INTEGRATOR_SETS for entry in self.schedule._entries[stage])
+        if integrates:
+            self._integrator_runs = runs
+            return
+        cloth_module = sys.modules.get("loom.components.cloth")
+        cloth_type = getattr(cloth_module, "Cloth", None)
+        if cloth_type is None or not esper.get_component(cloth_type):
+            return
+        self._warned.add("integrator")
+        warnings.warn(f"App {self.world} steps cloths but no system integrates them (none in ClothSet.PREDICT or "
+                      f"ClothSet.SOLVE_STEP), so nothing moves: add loom.DefaultPlugins "
+                      f"(app.add_plugin(loom.DefaultPlugins)) before stepping", RuntimeWarning, stacklevel=4)
 
     def _steps(self, frames: int) -> None:
         """Run ``frames`` fixed steps; structural changes made during each are applied at its end."""
         clock = self.clock
         dt = clock.dt
         stages = [self.schedule.runs(s) for s in (Stage.PRE_STEP, Stage.SUBSTEP, Stage.POST_STEP)]
+        if self._integrator_runs is None or stages[1] is not self._integrator_runs[1] \
+                or stages[0] is not self._integrator_runs[0]:
+            self._check_integrator((stages[0], stages[1]), frames)      # a new schedule: is a cloth integrated?
         if self.profiling:
             stages = [tuple((self._timed(s), c) for s, c in runs) for runs in stages]
         pre_runs, sub_runs, post_runs = stages
@@ -440,7 +574,7 @@ class App:
         tuner = self.tuner
         try:
             for _ in range(frames):
-                count = self.threads if tuner is None else tuner.count()
+                count = before_step(self, tuner)          # 1 for a small scene; loads the later kernels first
                 if count != current:
                     set_num_threads(count)
                     current = count
@@ -472,8 +606,7 @@ class App:
                     if self._pending:
                         self._apply_deferred()
                 ended = time.perf_counter()
-                if tuner is not None:
-                    tuner.record(ended - began)
+                after_step(self, tuner, ended - began)
                 if clock.step_index > 1 and compiles() == compiled:   # no compile or cache load in the HUD numbers
                     self.frame_stats.step(ended, ended - began)
         finally:
@@ -511,25 +644,36 @@ class App:
         """Run one rendered frame: INPUT, the fixed steps ``real_dt`` [s] owes, RENDER; return the steps taken.
 
         At most ``max_steps`` steps run, so a long hitch (say real_dt = 1 s) drops time instead
-        of freezing the game while the simulation catches up. Raises RuntimeError when called from
-        inside a step or frame (a system or event handler) or after ``close()``."""
-        self._enter("update")
+        of freezing the game while the simulation catches up. A ``real_dt`` over ``SLOW_FRAME`` (0.25 s) warns
+        once (RuntimeWarning): it is usually milliseconds passed as seconds (``clock.tick() / 1000`` is seconds);
+        the frame still runs as asked. Raises ValueError for a negative or non-finite ``real_dt``,
+        RuntimeError when called from inside a step or frame (a system or event handler) or after ``close()``."""
+        previous = self._enter("update")
         self.frame_stats.frame(time.perf_counter())
         try:
             steps = self.clock.advance(real_dt)
+            if real_dt > SLOW_FRAME and "slow_frame" not in self._warned:
+                self._warned.add("slow_frame")
+                warnings.warn(f"App.update real_dt = {real_dt!r} s: more than {SLOW_FRAME} s for one frame; were "
+                              f"milliseconds passed as seconds? (pass clock.tick() / 1000). Loom takes at most "
+                              f"max_steps = {self.clock.max_steps} steps per update and drops the rest",
+                              RuntimeWarning, stacklevel=2)
             self.run_stage(Stage.INPUT, real_dt)
             self._steps(steps)
             self.run_stage(Stage.RENDER, real_dt)
         finally:
             self._busy = None
+            if previous is not None:
+                esper.switch_world(previous)
         return steps
 
+    @_in_world
     def run_stage(self, stage: Stage, dt: float) -> None:
         """Run the systems of one stage once with ``dt`` (INPUT and RENDER are run by ``update``)."""
-        self._use()
         for system in self._due(self.schedule.runs(stage)):
             system(self, dt)
 
+    @_in_world
     def run(self, argv: Iterable[str] | None = None) -> dict[str, Any]:
         """Run the App from a command line: ``--headless --frames N --report json|text``.
 
@@ -538,14 +682,60 @@ class App:
         from loom.engine.runner import run_app
         return run_app(self, argv)
 
+    def processor(self, *, fixed_step: bool = False) -> esper.Processor:
+        """An esper Processor running this App among the game's own: ``esper.add_processor(app.processor())``.
+
+        Each ``esper.process(dt)`` then calls ``process(dt)``, which runs ``app.update(dt)`` (dt: the frame's real
+        time [s]; Loom takes the fixed steps it owes, as in a game loop of its own). fixed_step=True is for a game
+        that calls ``esper.process(TICK)`` once per tick of its own fixed-step loop: each call takes exactly one
+        step, ``app.step(dt=TICK)``. The App's world may be the game's (``App(world=...)``) or its own: either way
+        the game's current world is current again when ``process`` returns. Priority is esper's:
+        ``esper.add_processor(app.processor(), priority=...)``. After ``close()`` the processor does nothing, so
+        a game may close Loom before removing it (``esper.remove_processor(AppProcessor)``)."""
+        return AppProcessor(self, fixed_step=fixed_step)
+
     def close(self) -> None:
-        """Delete this App's esper world; afterwards ``step``, ``update`` and every entity method raise
-        RuntimeError. Closing twice is harmless; closing from inside a step raises RuntimeError."""
+        """End this App: delete its private esper world (in a game's world, ``App(world=...)``, the world and its
+        entities, Loom's components included, stay the game's); afterwards ``step``, ``update`` and every entity
+        method raise RuntimeError. Closing twice is harmless; closing from inside a step raises RuntimeError."""
         if self._busy is not None:
             raise RuntimeError(f"App.close called inside a step (from a system or event handler): call it after "
                                f"app.{self._busy} returns")
+        if self._closed:
+            return
         self._closed = True
-        if esper.current_world == self.world:
+        self._world = None
+        if _hosts.get(self.world) is self:
+            del _hosts[self.world]
+        if not self.owns_world:
+            return
+        if esper.current_world == self.world:                # the caller switched into it by hand
             esper.switch_world("default")
         if self.world in esper.list_worlds():
             esper.delete_world(self.world)
+
+
+class AppProcessor(esper.Processor):
+    """An esper Processor that runs an App (made by ``App.processor``): each ``process(dt)`` is one
+    ``app.update(dt)``, or with ``fixed_step`` one ``app.step(dt=dt)``; nothing once the App is closed."""
+
+    def __init__(self, app: App, *, fixed_step: bool = False) -> None:
+        if not isinstance(app, App):
+            raise TypeError(f"AppProcessor app = {app!r}: expected a loom App")
+        self.app = app
+        """The App this processor runs."""
+        self.fixed_step = bool(fixed_step)
+        """True: one fixed step per ``process(dt)``; False: ``app.update(dt)`` (the steps dt owes)."""
+
+    def process(self, dt: float | None = None, *args: Any, **kwargs: Any) -> None:
+        """Run the App for ``dt`` [s], the argument of ``esper.process(dt)`` (other arguments, meant for the game's
+        own processors, are ignored). Raises TypeError if esper.process was called without a time."""
+        if dt is None:
+            raise TypeError("AppProcessor.process: call esper.process(dt) with the frame time dt [s] (Loom's "
+                            "processor needs it to advance the cloth)")
+        if self.app._closed:
+            return
+        if self.fixed_step:
+            self.app.step(dt=dt)
+        else:
+            self.app.update(dt)

@@ -227,10 +227,11 @@ def _mirrored(entries: Sequence[Entry]) -> list[Entry]:
 
 def _dispatchers() -> dict[tuple[str, str], Any]:
     """Every numba dispatcher of a Loom module alive in this process, by (module, qualified name): those of
-    module attributes and those a module built under another name (the contact kernels' basic variants)."""
+    module attributes and those a module built under another name (the contact kernels' basic variants). The test
+    is on ``type(d)``: ``isinstance`` on a dead weak proxy among the heap's objects raises ReferenceError."""
     from numba.core.registry import CPUDispatcher
     return {(d.py_func.__module__, d.py_func.__qualname__): d for d in gc.get_objects()
-            if isinstance(d, CPUDispatcher) and _is_loom(d)}
+            if issubclass(type(d), CPUDispatcher) and _is_loom(d)}
 
 
 def missing(entries: Sequence[Entry]) -> int:

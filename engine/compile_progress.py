@@ -108,12 +108,17 @@ class CompileProgress(event.Listener):
 
 
 class _Counter(event.Listener):
-    """Counts every function numba compiles in this process (``compiles()``), installed at import."""
+    """Counts every function numba compiles in this process (``compiles()``) and, apart, Loom's own kernels
+    (``loom_compiles()``), installed at import."""
 
     count = 0
+    loom = 0
 
     def on_start(self, ev: event.Event) -> None:
         self.count += 1
+        module = getattr(getattr((ev.data or {}).get("dispatcher"), "py_func", None), "__module__", None) or ""
+        if module == "loom" or module.startswith("loom."):
+            self.loom += 1
 
     def on_end(self, ev: event.Event) -> None:
         pass
@@ -136,6 +141,13 @@ def compiles() -> int:
     """Functions numba has compiled in this process so far (cache loads not counted): the App leaves a step
     during which this grew out of its HUD numbers (``FrameStats``)."""
     return _counter.count
+
+
+def loom_compiles() -> int:
+    """Loom kernels numba has compiled in this process so far (cache loads not counted; nor numba's own helpers,
+    such as the typed list's, which it compiles anew in every process, warm cache or not): growth during a step
+    means the cache was cold for it."""
+    return _counter.loom
 
 
 def show_compile_progress(stream: TextIO | None = None) -> CompileProgress:

@@ -33,6 +33,11 @@ hook that returns True has seen it put there since (the compile-ahead worker fin
 ``loom.engine.compile_ahead``), and the load is tried once more instead of compiling it a second time."""
 
 
+load_hooks: list[Callable[[Any, Any], None]] = []
+"""Called as ``hook(py_func, sig)`` after a Loom kernel's signature ``sig`` was loaded from numba's cache (the
+later-kernels record, ``loom.engine.later_kernels``, notes the loads of a scene's later frames)."""
+
+
 def is_loom_function(py_func: Any) -> bool:
     """Whether ``py_func`` (a kernel's Python function, or None) is defined in a ``loom`` module."""
     module = getattr(py_func, "__module__", None) or ""
@@ -59,6 +64,8 @@ def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
     if loaded is not None:
         from loom.engine.compile_progress import note_loaded
         note_loaded(self._py_func.__qualname__)
+        for hook in list(load_hooks):
+            hook(self._py_func, sig)
     return loaded
 
 

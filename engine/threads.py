@@ -21,14 +21,22 @@ The policy, applied when ``loom.engine`` is first imported (before numba starts 
   idle 2-core VM for a 64×64 drape (each parallel loop waits for a sleeping vCPU to wake), while the same
   threads paid off on other days and machines: only measuring on the player's machine, as the game runs,
   tells. ``App(threads=N)`` / ``app.set_threads(N)`` / a game's ``--threads N`` fix the count instead.
-  Small cloths stay on one thread anyway: each kernel's dispatcher goes parallel only above a work size
-  (constraints from 20,000 links, collision from 2,000 particles, batches from two cloths).
+  Small scenes stay on one thread whatever the count (``MIN_PARTICLES``): fewer particles in all than that, an
+  App's steps run its serial kernels and numba's thread count is left alone, so neither a trial nor a fixed
+  ``threads=2`` costs a small scene anything (two small cloths batched a cloth per thread cost 7.6 against
+  0.6 ms a step with the other core busy). Above it each kernel's dispatcher still goes parallel only above its
+  own work size (constraints from 20,000 links, collision from 2,000 particles, batches from two cloths).
+- A trial never stalls the game: it starts only when the machine had a core free since the tuner last looked
+  (``idle_cores``, from /proc/stat), never in a launch whose first step compiled (a cold cache: its parallel
+  kernels would compile inside a frame), and a trial step costing more than ``TRIAL_ABORT`` × the current median
+  ends it.
 
 The measured table (idle and loaded, per scene, per layer) is in docs/performance.md, "Threads".
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 SPIN_COUNT = "10000"
@@ -69,7 +77,21 @@ HOLD_STEPS = (120, 7200)
 """Steps between trials: the shortest, after a switch, doubling after every trial lost up to the longest
 (2 s … 2 min at 60 Hz), so a machine where threads never pay costs one trial step in thousands."""
 ABORT = 2.0
-"""A trial step costing this many times the current median ends the trial (a busy machine: one slow step)."""
+"""A median on the current count this many times the last trial's starts a trial at once (the player started
+something: the other count may now be faster)."""
+TRIAL_ABORT = 1.5
+"""A trial step costing more than this many times the current median ends the trial (a busy machine: one slow
+step, never the eight)."""
+MIN_PARTICLES = 2000
+"""Fewest particles, all the App's cloths together, for which its steps use more than one thread (trials, or a
+fixed count). Measured (docs/performance.md, "Threads", 2-core VM, one / two threads): the cape (600) 1.06 /
+1.04 ms and the flag (990) 0.94 / 0.93 idle, a wash, and with the other core busy a cape and a flag batched a
+cloth per thread 7.6 against 0.6 ms; the 64² drape (4,096) 9.3 / 6.6 and 100 flags (25,600) 20.1 / 12.8 idle,
+a gain. 2,000 is also where the contact kernels' own dispatcher goes parallel."""
+FREE_CORE = 0.5
+"""A trial starts only when the machine's cores were idle this much in all (a core's fraction, summed) over the
+steps since the tuner last looked (``idle_cores``): room for the second thread now, not an average of the last
+minute that still counts a finished compile or the game's own earlier threads."""
 WIN = 0.85
 """The other count wins when its median step is below this fraction of the current one."""
 
@@ -95,16 +117,33 @@ class ThreadTuner:
         self._recent: list[float] = []                 # last step times on ``current`` [s]
         self._trial: list[float] | None = None         # step times of the running trial [s]
         self._reference = float("inf")                 # median on ``current`` when the last trial ended [s]
+        self._cpu_sample: tuple[float, float] | None = None   # (idle, total) CPU seconds at the last look
+        self.allowed_launch = True
+        """False in a launch whose first step compiled (a cold cache): no trial for the rest of it."""
+        self.allowed = True
+        """False while the App's scene is too small to gain from threads (``MIN_PARTICLES``) or the launch was
+        cold: ``count()`` is 1 and no trial starts (``allow``)."""
+
+    def allow(self, allowed: bool) -> None:
+        """Let trials and a count above 1 happen (True) or not (False: the scene is small, the launch cold); a
+        running trial is dropped, and the current count's times start afresh."""
+        if allowed != self.allowed:
+            self.allowed = allowed
+            self._trial = None
+            self._recent = []
+            self._until = max(self._until, TRIAL_STEPS)
 
     def count(self) -> int:
-        """Thread count for the next step."""
+        """Thread count for the next step (1 while not ``allowed``)."""
+        if not self.allowed:
+            return 1
         if self._trial is not None:
             return self.top + 1 - self.current          # the other of 1 and top
         return self.current
 
     def record(self, seconds: float) -> None:
         """Account one step that took ``seconds`` [s] on ``count()`` threads."""
-        if self.top < 2:
+        if self.top < 2 or not self.allowed:
             return
         if self._trial is None:
             self._recent.append(seconds)
@@ -113,14 +152,31 @@ class ThreadTuner:
             self._until -= 1
             if len(self._recent) >= TRIAL_STEPS and (
                     self._until <= 0 or _median(self._recent) > ABORT * self._reference):
-                self._trial = []                        # due, or the current count got much slower: try now
+                if self._core_free():
+                    self._trial = []                    # due, or the current count got much slower: try now
+                else:
+                    self._until = TRIAL_STEPS           # every core busy: look again a few steps on
             return
         self._trial.append(seconds)
         base = _median(self._recent)
-        if seconds > ABORT * base:
+        if seconds > TRIAL_ABORT * base:
             self._end(won=False)
         elif len(self._trial) >= TRIAL_STEPS:
             self._end(won=_median(self._trial) < WIN * base)
+
+    def _core_free(self) -> bool:
+        """Whether the cores were idle at least ``FREE_CORE`` since the last look (``idle_cores``): room for a
+        second thread. The first look only starts the measurement (False: look again ``TRIAL_STEPS`` on); True
+        where idle time cannot be read. Only a trial that would leave one thread asks (two threads now: the trial
+        is one)."""
+        if self.current != 1:
+            return True
+        sample, self._cpu_sample = self._cpu_sample, cpu_times()
+        if self._cpu_sample is None:
+            return True
+        if sample is None:
+            return False
+        return idle_cores(sample, self._cpu_sample) >= FREE_CORE
 
     def _end(self, *, won: bool) -> None:
         self.trials += 1
@@ -133,6 +189,38 @@ class ThreadTuner:
         self._trial = None
         self._until = self.hold
         self._reference = _median(self._recent)
+
+
+def cpu_times() -> tuple[float, float] | None:
+    """(idle, total) seconds of all cores since boot, from /proc/stat (Linux); None where it cannot be read."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [float(f) for f in fields[1:8]]            # user nice system idle iowait irq softirq
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def idle_cores(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """Cores idle between two ``cpu_times`` samples, summed (0 … cores): 1.0 on a 2-core machine whose game keeps
+    one core busy and nothing else runs; 0 with no time between the samples."""
+    idle, total = after[0] - before[0], after[1] - before[1]
+    if total <= 0:
+        return 0.0
+    return cores() * idle / total
+
+
+work_probes: list[Callable[[Any], int]] = []
+"""Functions of an App returning the particles its parallel kernels would share; ``loom.systems`` adds the
+cloths' count (``loom.systems.shared.model_index``). Summed by ``work``."""
+
+
+def work(app: Any) -> int:
+    """The particles of ``app``'s scene, as ``work_probes`` count them (0 with none: one thread)."""
+    return sum(int(probe(app)) for probe in work_probes)
 
 
 def _median(values: list[float]) -> float:

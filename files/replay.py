@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import esper
 import numpy as np
 import pymunk
 
@@ -251,12 +250,12 @@ def _log_problem(log: ReplayLog) -> str | None:
 def positions_digest(app: App) -> bytes:
     """16-byte BLAKE2b digest of every cloth's positions, in entity order (bit-exact comparisons)."""
     h = hashlib.blake2b(digest_size=16)
-    app._use()
-    for entity in sorted(app.entities()):
-        for component in esper.components_for_entity(entity):
-            if type(component).__name__ == DIGEST_TYPE:
-                h.update(struct.pack("<q", entity))
-                h.update(np.ascontiguousarray(component.x).tobytes())
+    with app._current():                                 # one switch into the App's world, not one per entity
+        for entity in sorted(app.entities()):
+            for component in app._components_of(entity):
+                if type(component).__name__ == DIGEST_TYPE:
+                    h.update(struct.pack("<q", entity))
+                    h.update(np.ascontiguousarray(component.x).tobytes())
     return h.digest()
 
 
@@ -279,9 +278,8 @@ def _paths(obj: Any, paths: tuple[str, ...]) -> tuple[str, ...]:
 
 def _read_inputs(app: App, inputs: dict[str, tuple[str, ...]]):
     """Yield ((entity or RESOURCE, class name, path), plain value) for every recorded input, in a fixed order."""
-    app._use()
     for entity in sorted(app.entities()):
-        for component in esper.components_for_entity(entity):
+        for component in app._components_of(entity):
             name = type(component).__name__
             if name in inputs:
                 for path in _paths(component, inputs[name]):
@@ -298,10 +296,7 @@ def _write_input(app: App, entity: int, type_name: str, path: str, value: Any, s
     if entity == RESOURCE:
         owner = next((r for cls, r in app.resources.items() if cls.__name__ == type_name), None)
     else:
-        owner = None
-        app._use()
-        if esper.entity_exists(entity):
-            owner = next((c for c in esper.components_for_entity(entity) if type(c).__name__ == type_name), None)
+        owner = next((c for c in app._components_of(entity) if type(c).__name__ == type_name), None)
     if owner is None:
         where = "resource" if entity == RESOURCE else f"entity {entity}"
         raise ReplayError(f"replay step {step}: {where} has no {type_name} (was this App built by the same "

@@ -38,6 +38,20 @@ systems use to detect stale scratch keep working. Component, resource and clock 
 has (same entity, same type) are restored *in place*, so a scene's closures that hold them stay valid;
 the arrays inside them are new objects.
 
+In a game's own esper world (``App(world="default")``, docs/embedding.md) a snapshot holds Loom's part only,
+so it never touches the game's data: the components of Loom's classes (``state_format.loom_classes``: Cloth,
+Pin, RigidBody2D, Transform …) on every entity holding one — not the game's own components on those entities
+(its Hero, its Velocity), nor its other entities, nor esper's entity counter, which stay the game's to save —
+plus Loom's resources and clock. Loading one needs every saved entity to exist in the App's world (the same
+scene code made them; a missing one is refused, since esper cannot hand out a chosen id without taking it
+from the game), puts the saved Loom components on them (in place where the entity holds one of that class),
+takes off Loom's components the file does not have (an entity holding nothing but Loom's is despawned: Loom
+made it), and leaves every component of the game's classes and every entity without Loom components as it
+was. pymunk objects inside Loom's components restored in place (a RigidBody2D's body and shapes) stay the
+game's objects with the state the game gave them: they live in the game's Space, so the game restores its
+physics with its own state. A snapshot of a private world is refused by an App in a game's world and the other
+way round.
+
 Not captured: the schedule, plugins, event handlers and reporters (they come from the scene code);
 state kept outside components and resources (closures, module globals, attributes of system objects);
 resources that are not plain data (a WindowRunner's callback, a Window, a system's compiled scratch):
@@ -102,6 +116,7 @@ from typing import Any
 
 import esper
 import numpy as np
+import pymunk
 
 from loom.engine.app import App
 from loom.files.atomic import write_atomic
@@ -134,14 +149,27 @@ def save_snapshot(app: App, path: str | os.PathLike[str]) -> None:
     """Write ``app``'s whole simulation state to ``path`` atomically (see the module docstring).
 
     Raises SnapshotError if a component cannot be saved (an object that is not plain data, such as a
-    lambda, or of a class outside the table) or the folder cannot be written; resources that cannot be
-    saved are skipped with a warning."""
+    lambda, or of a class outside the table), if ``load_snapshot`` would refuse the state (checked before
+    writing: a value written in place that its field refuses, such as a negative mass), or the folder cannot
+    be written; resources that cannot be saved are skipped with a warning."""
     path = Path(path)
     try:
         data = _snapshot_bytes(app, path)
     except FormatError as exc:
         raise SnapshotError(f"{path}: cannot save {_one_line(exc)} (components must be plain data)") from None
+    _refuse_unloadable(app, path, data)
     write_container(path, KIND_SNAPSHOT, data)
+
+
+def _refuse_unloadable(app: App, path: Path, data: bytes) -> None:
+    """SnapshotError naming what ``load_snapshot`` would refuse in the payload ``data`` (a negative mass written in
+    place, a resource it cannot read back): a save never writes a file its own App cannot load. The load's own
+    decode and checks, without the commit: the App is not touched."""
+    with app._current():
+        try:
+            _check_plan(_decode_snapshot(data, class_table(app), app), app)
+        except (FormatError, ValueError) as exc:
+            raise SnapshotError(f"{path}: cannot save: {_one_line(exc)} (load_snapshot would refuse it)") from None
 
 
 def load_snapshot(app: App, path: str | os.PathLike[str], *, trusted: Iterable[type] = ()) -> App:
@@ -154,21 +182,22 @@ def load_snapshot(app: App, path: str | os.PathLike[str], *, trusted: Iterable[t
     class outside the table; ``app`` is unchanged then. Loading never runs code named by the file."""
     path = Path(path)
     data = read_container(path, KIND_SNAPSHOT)
-    app._use()
-    table = class_table(app, trusted)
-    try:
-        plan = _decode_snapshot(data, table, app)
-        _check_plan(plan, app)
-    except FormatError as exc:
-        raise SnapshotError(f"{path}: refused to load: {_one_line(exc)}") from None
-    except ValueError as exc:                           # a component's check_state(): Class.field and value
-        raise SnapshotError(f"{path}: invalid state: {_one_line(exc)}") from None
-    except Exception as exc:                            # a checksummed file that still fails: one line
-        raise SnapshotError(f"{path}: cannot read the payload: {type(exc).__name__}: {_one_line(exc)}") from None
-    if plan["plugins"] != app.plugins:
-        log.warning("load_snapshot %s: saved App had plugins %s, this one has %s; systems may differ",
-                    path, plan["plugins"], app.plugins)
-    _commit(plan, app, path)
+    with app._current():                                # the App's world, the caller's again on return
+        table = class_table(app, trusted)
+        try:
+            plan = _decode_snapshot(data, table, app)
+            _check_plan(plan, app)
+        except FormatError as exc:
+            raise SnapshotError(f"{path}: refused to load: {_one_line(exc)}") from None
+        except ValueError as exc:                           # a component's check_state(): Class.field and value
+            raise SnapshotError(f"{path}: invalid state: {_one_line(exc)}") from None
+        except Exception as exc:                            # a checksummed file that still fails: one line
+            raise SnapshotError(f"{path}: cannot read the payload: {type(exc).__name__}: {_one_line(exc)}") \
+                from None
+        if plan["plugins"] != app.plugins:
+            log.warning("load_snapshot %s: saved App had plugins %s, this one has %s; systems may differ",
+                        path, plan["plugins"], app.plugins)
+        _commit(plan, app, path)
     return app
 
 
@@ -254,21 +283,35 @@ def _one_line(exc: BaseException) -> str:
 
 def _app_types(app: App) -> set[type]:
     """Classes of the App's components and resources: trusted, since the App's own code made them."""
-    types_ = {type(c) for e in app.entities() for c in esper.components_for_entity(e)}
+    with app._current():
+        types_ = {type(c) for e in app.entities() for c in app._components_of(e)}
     types_.update(app.resources)
     return types_
 
 
+def _loom_component_types() -> frozenset[type]:
+    """Loom's own classes (``loom_classes``): in a game's world, the components a snapshot saves and restores."""
+    return frozenset(loom_classes())
+
+
 def _snapshot_bytes(app: App, path: Path) -> bytes:
-    """The snapshot payload: entities and their components, resources (those that are plain data), clock."""
-    app._use()
-    encoder = Encoder(class_table(app))
-    rows = []
-    for entity in sorted(app.entities()):
-        if not esper.entity_exists(entity):               # deferred deletion pending: already gone
-            continue
-        comps = list(esper.components_for_entity(entity))
-        rows.append((entity, [(encoder.root(c), c) for c in comps]))
+    """The snapshot payload: entities and their components, resources (those that are plain data), clock. In a
+    game's world (``app.owns_world`` False) only the entities holding Loom's components, and only those."""
+    shared = not app.owns_world
+    own = _loom_component_types() if shared else frozenset()
+    with app._current():
+        encoder = Encoder(class_table(app))
+        rows = []
+        for entity in sorted(app.entities()):
+            if not esper.entity_exists(entity):               # deferred deletion pending: already gone
+                continue
+            comps = list(esper.components_for_entity(entity))
+            if shared:
+                comps = [c for c in comps if type(c) in own]  # the game's own components are the game's to save
+                if not comps:
+                    continue
+            rows.append((entity, [(encoder.root(c), c) for c in comps]))
+        next_entity = _next_entity_id(rows)
     entities = [[entity, [{"id": ident, "c": name_of(type(c)),
                            "s": encoder.state(c, f"entity {entity} {type(c).__qualname__}")} for ident, c in comps]]
                 for entity, comps in rows]
@@ -293,11 +336,13 @@ def _snapshot_bytes(app: App, path: Path) -> bytes:
         "kind": "snapshot",
         "resources": resources,
         "entities": entities,
-        "next_entity": _next_entity_id(rows),
+        "next_entity": next_entity,
         "skipped_resources": skipped,
         "clock": clock,
         "plugins": list(app.plugins),
     }
+    if shared:
+        document["shared"] = True                         # Loom's part of a game's world (module docstring)
     return encoder.finish(document)
 
 
@@ -315,6 +360,12 @@ def _decode_snapshot(data: bytes, table: ClassTable, app: App) -> dict[str, Any]
     doc = decoder.document
     if doc.get("kind") != "snapshot":
         raise FormatError("payload is not a Loom snapshot (kind)")
+    shared = not app.owns_world
+    if doc.get("shared", False) is not shared:
+        saved = "a game's esper world (App(world=...))" if doc.get("shared", False) is True else "a private world"
+        here = f"the game's world {app.world!r}" if shared else "a private world"
+        raise FormatError(f"the snapshot holds an App living in {saved}, this App lives in {here}: load it into "
+                          f"an App made the same way")
     existing = {(e, type(c)): c for e in app.entities() for c in esper.components_for_entity(e)}
     resource_nodes = [_root_node(n, "resource") for n in _list(doc.get("resources"), "resources")]
     entity_rows = []
@@ -326,6 +377,8 @@ def _decode_snapshot(data: bytes, table: ClassTable, app: App) -> dict[str, Any]
                                      for n in _list(row[1], f"entity {row[0]}")]))
     if len({e for e, _ in entity_rows}) != len(entity_rows):
         raise FormatError("an entity id appears twice")
+    if shared:
+        _check_shared_rows(entity_rows, table)
     # declare every root first (references between components and resources resolve to the targets)
     for node in resource_nodes:
         cls = _root_class(table, node)
@@ -339,6 +392,10 @@ def _decode_snapshot(data: bytes, table: ClassTable, app: App) -> dict[str, Any]
             if cls in seen:
                 raise FormatError(f"entity {entity} has two {cls.__qualname__} components")
             seen.add(cls)
+            prior = decoder.objects.get(node["id"])          # one object on several entities (a shared style)
+            if prior is not None and type(prior) is cls:
+                node["obj"] = prior
+                continue
             found = existing.get((entity, cls))
             node["obj"] = found if type(found) is cls else decoder.new(node["c"])
             decoder.declare(node["id"], node["obj"])
@@ -347,15 +404,31 @@ def _decode_snapshot(data: bytes, table: ClassTable, app: App) -> dict[str, Any]
     clock = _clock(doc.get("clock"), app, decoder)
     next_entity = doc.get("next_entity")
     last = max([e for e, _ in entity_rows], default=0)
-    if type(next_entity) is not int or not last < next_entity <= last + MAX_ENTITY_GAP + 1:
+    if type(next_entity) is not int or not last < next_entity <= last + MAX_ENTITY_GAP + 1 and not shared:
         raise FormatError(f"next_entity = {str(next_entity)[:30]}: expected an integer above every entity id")
     plugins = doc.get("plugins")
     if type(plugins) is not list or any(type(p) is not str for p in plugins):
         raise FormatError("plugins: expected a list of names")
-    if next_entity - 1 - len(entity_rows) > MAX_ENTITY_GAP:
+    if next_entity - 1 - len(entity_rows) > MAX_ENTITY_GAP and not shared:    # ids replayed only in a private world
         raise FormatError(f"next_entity = {next_entity}: more than {MAX_ENTITY_GAP} unused entity ids")
     return {"resources": resources, "entities": entities, "clock": clock, "next_entity": next_entity,
-            "plugins": plugins, "nested": decoder.created}
+            "plugins": plugins, "nested": decoder.created, "shared": shared}
+
+
+def _check_shared_rows(entity_rows: list[tuple[int, list[dict[str, Any]]]], table: ClassTable) -> None:
+    """In a game's world: every saved entity exists in it now, and every saved component is of Loom's classes
+    (the game's own components are never taken from a file)."""
+    own = _loom_component_types()
+    for entity, nodes in entity_rows:
+        if not esper.entity_exists(entity):
+            raise FormatError(f"entity {entity} is not in the game's world now: a snapshot of an App in a game's "
+                              f"world puts Loom's components back on the game's entities, so build the scene "
+                              f"(the same code, the same entities) before loading")
+        for node in nodes:
+            cls = _root_class(table, node)
+            if cls not in own:
+                raise FormatError(f"entity {entity}: {cls.__qualname__} is not one of Loom's component classes; "
+                                  f"a snapshot of an App in a game's world holds Loom's components only")
 
 
 def _root_node(node: Any, what: str) -> dict[str, Any]:
@@ -557,20 +630,16 @@ def _commit(plan: dict[str, Any], app: App, path: Path) -> None:
     for entity, comps in plan["entities"]:
         row = []
         for obj, state in comps:
+            kept = _game_physics(obj, state) if plan["shared"] else {}
             _restore(obj, state)
+            for name, value in kept.items():              # the game's pymunk objects stay the game's
+                object.__setattr__(obj, name, value)
             row.append(obj)
         objects.append((entity, row))
-    esper.clear_database()
-    wanted = {entity for entity, _ in objects}
-    rows = dict(objects)
-    last = max([plan["next_entity"] - 1, *wanted], default=0)
-    for entity in range(1, last + 1):                   # esper hands out ids in order: replay them
-        made = esper.create_entity(*rows.get(entity, ()))
-        if made != entity:
-            raise SnapshotError(f"{path}: esper created entity {made}, expected {entity}")
-    for entity in range(1, last + 1):
-        if entity not in wanted:
-            esper.delete_entity(entity, immediate=True)
+    if plan["shared"]:
+        _commit_shared(objects)
+    else:
+        _commit_private(objects, plan["next_entity"], path)
     for obj, state in plan["resources"]:
         if obj is None:
             _fresh_resource(app, state)
@@ -579,6 +648,58 @@ def _commit(plan: dict[str, Any], app: App, path: Path) -> None:
         app.resources[type(obj)] = obj
     vars(app.clock).update(plan["clock"])
     esper.clear_cache()
+
+
+def _is_physics(value: Any) -> bool:
+    """True for a pymunk object, or a non-empty list or tuple of them (a RigidBody2D's body, its shapes)."""
+    if isinstance(value, (list, tuple)) and value:
+        return all(isinstance(v, (pymunk.Body, pymunk.Shape, pymunk.Space, pymunk.Constraint)) for v in value)
+    return isinstance(value, (pymunk.Body, pymunk.Shape, pymunk.Space, pymunk.Constraint))
+
+
+def _game_physics(obj: Any, state: Any) -> dict[str, Any]:
+    """In a game's world, the attributes of a component restored in place that hold pymunk objects (now or in
+    the file): they are the game's own (in its Space, stepped by it), kept with their identity and state."""
+    mine = vars(obj) if hasattr(obj, "__dict__") else {}
+    if type(state) is not dict or not mine:
+        return {}
+    return {name: mine[name] for name in mine if name in state and (_is_physics(mine[name])
+                                                                    or _is_physics(state[name]))}
+
+
+def _commit_shared(objects: list[tuple[int, list[Any]]]) -> None:
+    """In a game's world (current): Loom's components of the file onto their entities, Loom's components the file
+    lacks taken off (an entity holding only Loom's despawned); the game's components and entities untouched."""
+    own = _loom_component_types()
+    wanted = dict(objects)
+    for entity in [e for e in esper.get_entities() if esper.entity_exists(e)]:
+        comps = esper.components_for_entity(entity)
+        loom_types = [type(c) for c in comps if type(c) in own]
+        saved = wanted.get(entity)
+        if saved is None and loom_types and len(loom_types) == len(comps):
+            esper.delete_entity(entity, immediate=True)   # Loom's own entity, made after the save
+            continue
+        keep = {type(c) for c in saved or ()}
+        for cls in loom_types:
+            if cls not in keep:
+                esper.remove_component(entity, cls)
+        for component in saved or ():
+            esper.add_component(entity, component)
+
+
+def _commit_private(objects: list[tuple[int, list[Any]]], next_entity: int, path: Path) -> None:
+    """In the App's own world (current): every entity replaced by the file's, with their ids."""
+    esper.clear_database()
+    wanted = {entity for entity, _ in objects}
+    rows = dict(objects)
+    last = max([next_entity - 1, *wanted], default=0)
+    for entity in range(1, last + 1):                   # esper hands out ids in order: replay them
+        made = esper.create_entity(*rows.get(entity, ()))
+        if made != entity:
+            raise SnapshotError(f"{path}: esper created entity {made}, expected {entity}")
+    for entity in range(1, last + 1):
+        if entity not in wanted:
+            esper.delete_entity(entity, immediate=True)
 
 
 def _fresh_resource(app: App, cls: type) -> None:

@@ -177,8 +177,10 @@ class Encoder:
         self.keep: list[Any] = []                            # keeps encoded objects alive: ids stay unique
 
     def root(self, obj: Any) -> int:
-        """Reserve an id for ``obj`` (a component or resource): later occurrences become references to it."""
-        return self._remember(obj)
+        """Reserve an id for ``obj`` (a component or resource): later occurrences become references to it. One
+        object on several entities (a prefab's shared style) keeps its first id."""
+        known = self.ids.get(id(obj))
+        return self._remember(obj) if known is None else known
 
     def encode(self, value: Any, where: str = "value", depth: int = 0) -> Any:
         """The JSON node of ``value``; FormatError naming ``where`` if it is not plain data or an allowed object."""

@@ -2,8 +2,11 @@
 
 The game owns the window, the loop, the clock and the drawing order. Loom only simulates
 (``app.update(real_dt)`` once per frame) and draws the cape into the game's own Surface with the
-software renderer, after the sky and before the hero, so the cape hangs behind him. The cape's top
-edge is pinned to the hero's Transform: move the Transform and the cape follows. See docs/embedding.md.
+software renderer, after the sky and before the hero, so the cape hangs behind him. The cape
+(``loom.cape``) is a sheet in the screen plane, just behind the hero in depth, its top row pinned to the
+hero's Transform from his middle to behind his back: move the Transform and the cape follows; it hangs on
+the side he turns away from (``cape.face``). The camera is a straight side view, so the sheet is seen face on
+(a sheet spanning depth would be seen edge on and hide behind him). See docs/embedding.md.
 
 Run: python -m loom.games.embed_surface [--headless] [--frames N] [--report json|text] [--screenshot out.png]
 Keys: ←/→ run, Space jump, Esc quit. In a window it runs until closed, or for N frames with --frames N.
@@ -21,14 +24,14 @@ import sys
 import time
 from collections.abc import Sequence
 
-from loom.components import Camera, Cloth, ClothStyle, Pin, Transform
-from loom.engine import HEADLESS_FRAMES, App, check_outputs, mesh, open_recorder, parser, print_report
+from loom.components import Camera, Transform
+from loom.engine import HEADLESS_FRAMES, App, check_outputs, open_recorder, parser, print_report
 from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line
 import pygame  # noqa: E402
 
-from loom import SoftRenderer  # noqa: E402
+from loom import Cape, SoftRenderer, cape  # noqa: E402
 
 DT = 1 / 60
 """[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
@@ -36,18 +39,19 @@ SUBSTEPS = 8
 SIZE = (640, 360)                                    # [px]
 HERO_W, HERO_H = 0.4, 0.7                            # [m]
 SPEED, ACCEL, JUMP, GRAVITY = 3.0, 6.0, 4.0, 9.81   # [m/s], [m/s²], [m/s], [m/s²]
-CAMERA = Camera(target=(0.0, 1.2, 0.0), distance=5.0, yaw=0.6, pitch=0.0, orthographic=True, ortho_height=3.0)
+CAPE_LENGTH, CAPE_WIDTH = 0.6, 0.6                   # [m]: to just above his knees; the hem flares past his back
+SHOULDERS = ((0.0, HERO_H - 0.1), (-0.32, HERO_H - 0.1))
+"""[m] The cape's pinned row, from the hero's feet, facing right: his middle → behind his back (0.12 m past it)."""
+CAMERA = Camera(target=(0.75, 1.0, 0.0), distance=5.0, yaw=0.0, pitch=0.0, orthographic=True, ortho_height=2.5)
+"""A straight side view (yaw 0, pitch 0): the game's x right, y up; 2.5 m of world fill the screen's height."""
 GROUND_PX = round(CAMERA.project((0.0, 0.0, 0.0), *SIZE)[1])                   # pixel row of y = 0
 
 
-def build_scene(app: App) -> tuple[Transform, Cloth]:
-    """Spawn the hero (a Transform at his feet) and a 0.5 m wide, 0.65 m long cape pinned across his shoulders."""
+def build_scene(app: App) -> tuple[Transform, Cape]:
+    """Spawn the hero (a Transform at his feet) and his cape: ``loom.cape`` pinned across his shoulders, in metres
+    (no PixelSpace here: the game maps metres to pixels with CAMERA), facing right."""
     hero_id = app.spawn(hero := Transform.from_2d(0.0, 0.0))
-    cape = mesh.grid(8, 12, 0.5, 0.65, center=(0.0, HERO_H - 0.325, 0.0),       # top edge at shoulder height,
-                     plane="yz")                                                  # spans z, faces +x: swings in x
-    cloth = Cloth.from_mesh(cape, "silk", damping=3.0)                            # [1/s]: still air drags it
-    app.spawn(cloth, Pin(cape.side("top"), attach_to=hero_id), ClothStyle(texture=None))
-    return hero, cloth
+    return hero, cape(app, hero_id, shoulders=SHOULDERS, length=CAPE_LENGTH, width=CAPE_WIDTH)
 
 
 def read_keys(frame: int, headless: bool) -> tuple[float, bool, bool]:
@@ -101,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     pygame.display.init()                                                          # video only: no audio
     screen = pygame.display.set_mode(SIZE)
     app = App(dt=DT, substeps=SUBSTEPS).add_plugin(DefaultPlugins)
-    hero, _ = build_scene(app)
+    hero, hero_cape = build_scene(app)
     renderer, clock = SoftRenderer(SIZE), pygame.time.Clock()
     frame, vx, vy, draw_s, quit_ = 0, 0.0, 0.0, 0.0, False                    # [m/s], [m/s], [s]
     recorder = open_recorder(args, DT)                                             # --record: this Surface
@@ -111,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         on_ground = hero.position[1] <= 0.0
         vy = JUMP if jump and on_ground else 0.0 if on_ground else vy - GRAVITY * real_dt
         vx += max(-ACCEL * real_dt, min(ACCEL * real_dt, run * SPEED - vx))       # speed up, slow down
+        if run and run != hero_cape.facing:
+            hero_cape.face(1 if run > 0 else -1)                                   # he turned: so does the cape
         hero.position[0] += vx * real_dt                                           # the pins follow
         hero.position[1] = max(0.0, hero.position[1] + vy * real_dt)
         app.update(real_dt)                                                        # INPUT, fixed steps, RENDER

@@ -4,7 +4,8 @@ character to wear a cape in 3D (``spawn_figure``, ``pose_figure``: Props, animat
 
 Each helper spawns ordinary entities (Cloth, Pin, ClothStyle) and returns a small handle (``Cape``, ``Flag``)
 with ``.entity`` and ``.cloth``; nothing here runs per step. Lengths and points are the game's pixels when the
-App has a ``PixelSpace``, metres otherwise.
+App has a ``PixelSpace`` at its first step (inserted before or after the helper), metres otherwise; without one,
+pixel-sized values warn once (prefabs/_units.py).
 """
 from __future__ import annotations
 

@@ -24,14 +24,14 @@ lower edge; wider than the shoulders flares the cape), ``resolution`` (nx, ny), 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pymunk
 
 from loom.components import Box, Cloth, ClothMaterial, ClothStyle, Collider, Pin, PixelSpace, RigidBody2D, Transform
 from loom.engine import App, Stage
-from loom.prefabs import _shared
+from loom.prefabs import _shared, _units
 from loom.systems import ClothSet
 from loom.systems.coupling import body_units
 
@@ -59,6 +59,7 @@ class Cape:
     def __init__(self, app: App, entity: int, cloth: Cloth, pin: Pin, attach_to: int, right: np.ndarray,
                  facing: int) -> None:
         self.app = app
+        """The App the cape lives in."""
         self.entity = entity
         """The cape's entity (Cloth, Pin, ClothStyle)."""
         self.cloth = cloth
@@ -74,6 +75,9 @@ class Cape:
         """Time [s] >= 0 the pinned row takes to slide across on ``face`` (0: within one step)."""
         self._turn: tuple[np.ndarray, np.ndarray] | None = None     # (offsets at the start, target) while turning
         self._turned = 0.0                                           # time [s] into the turn
+        self._args: dict[str, Any] = {}                              # loom.cape's arguments (rebuilt in new units)
+        self._built_facing = facing
+        self._reach: tuple[str, float, str, float] = ("", 0.0, "", 0.0)
         app.add_system(self._slide, Stage.PRE_STEP, name=f"turn_cape_{entity}", in_set=ClothSet.PIN_TARGETS,
                        before="prepare_pins", run_if=lambda _: self._turn is not None)
 
@@ -104,6 +108,22 @@ class Cape:
         if t >= 1.0:
             self._turn = None
 
+    def _rebuild(self, pixels: PixelSpace | None) -> None:
+        """Build the cape again from ``loom.cape``'s arguments read in ``pixels`` (None: metres), with the carrier
+        where the first build found it and facing as built (a turn ``face`` asked for since goes on from there),
+        and transplant the new Cloth and Pin into this cape's (prefabs/_units.py; before its first step)."""
+        cloth, pin, offsets, self._reach, _ = _build(self.app, pixels, self._built_facing, **self._args)
+        pin.active = self.pin.active.copy()                           # a release before the first step stays
+        _units.transplant(self.cloth, cloth)
+        _units.transplant(self.pin, pin)
+        self._right = offsets
+        if self._turn is not None:                                    # face() before the first step: the same turn
+            self._turn = (np.array(self.pin.offset, dtype=np.float64), _facing(offsets, self.facing))
+
+    def _extent(self) -> tuple[str, float, str, float]:
+        """(its carrier's place, distance [m] from the origin, what its sizes are, the largest [m]) as built."""
+        return self._reach
+
     def __repr__(self) -> str:
         return (f"Cape(entity={self.entity}, attach_to={self.attach_to}, particles={self.cloth.particle_count}, "
                 f"facing={self.facing:+d})")
@@ -116,10 +136,13 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
     """Spawn a cape pinned at ``attach_to``'s shoulders and return its ``Cape`` handle (``.face(±1)`` turns it).
 
     attach_to: an entity with a RigidBody2D (the bridge keeps its Transform; one is added now if missing) or a
-    Transform. Lengths and points are the game's pixels when the App has a PixelSpace (offsets from the carrier,
-    y down), metres otherwise (y up). Defaults come from the carrier's collision shapes (the RigidBody2D's
-    pymunk shapes, else a Box Collider on the entity, else a 0.4 m × 0.8 m hero). Everything is given for the
-    hero facing right; ``facing=-1`` and ``face(-1)`` mirror it:
+    Transform. Lengths and points are the game's pixels when the App has a PixelSpace at its first step (offsets
+    from the carrier, y down), metres otherwise (y up): a PixelSpace inserted after this call but before the first
+    step rebuilds the cape in it, the same Cloth and Pin objects with new arrays (prefabs/_units.py; a PixelSpace
+    changed after the cape's first step raises RuntimeError at the next step). Without one, a carrier beyond 100 m
+    or sizes over 10 m warn once (UnitsWarning: pixels?). Defaults come from the carrier's collision shapes (the
+    RigidBody2D's pymunk shapes, else a Box Collider on the entity, else a 0.4 m × 0.8 m hero). Everything is
+    given for the hero facing right; ``facing=-1`` and ``face(-1)`` mirror it:
 
     - shoulders (2, 2): the ends of the pinned top row, offsets from the carrier; default from his middle to a
       quarter of his width behind his back, a fifth of his height below the top of his box;
@@ -135,12 +158,31 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
     entity with neither RigidBody2D nor Transform, non-finite or non-positive sizes, coincident shoulders."""
     where = "loom.cape"
     app = _shared.checked_app(where, app)
-    pixels = app.resources.get(PixelSpace)
-    carrier, box, half_depth = _carrier(app, attach_to, pixels)
-    x0, x1, y0, y1 = box
-    w, h = x1 - x0, y1 - y0
     if facing not in (1, -1) or isinstance(facing, bool):
         raise ValueError(f"{where} facing = {_shared.brief(facing)}: expected +1 (right) or -1 (left)")
+    look = _shared.style(where, style, CAPE_STYLE)
+    pixels = app.resources.get(PixelSpace)
+    args = dict(attach_to=attach_to, shoulders=shoulders, length=length, width=width, resolution=resolution,
+                material=material, cloth_kwargs=dict(cloth_kwargs))
+    cloth, pin, offsets, extent, args["at"] = _build(app, pixels, facing, **args)
+    entity = app.spawn(cloth, pin, look)
+    handle = Cape(app, entity, cloth, pin, int(attach_to), offsets.copy(), facing)
+    handle._args, handle._reach = args, extent
+    _units.record(app, handle, pixels, where)
+    return handle
+
+
+def _build(app: App, pixels: PixelSpace | None, facing: int, *, attach_to: Any, shoulders: Any,
+           length: float | None, width: float | None, resolution: tuple[int, int] | None,
+           material: str | ClothMaterial, cloth_kwargs: dict[str, Any], at: tuple | None = None
+           ) -> tuple[Cloth, Pin, np.ndarray, tuple, tuple]:
+    """The cape's Cloth and Pin for ``cape``'s arguments read in ``pixels`` (None: metres) with the carrier
+    ``at`` its pose then (None: now), the pinned row's offsets facing right [m] (k, 3), its extent for the units
+    check (``_units.Helper._extent``) and the carrier's pose it read (``_carrier``)."""
+    where = "loom.cape"
+    carrier, box, half_depth, at = _carrier(app, attach_to, pixels, at)
+    x0, x1, y0, y1 = box
+    w, h = x1 - x0, y1 - y0
     if shoulders is None:
         top = np.array([[0.5 * (x0 + x1), y1 - 0.2 * h], [x0 - 0.25 * w, y1 - 0.2 * h]])
     else:
@@ -153,7 +195,6 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
     length = 0.7 * h if length is None else _shared.length(where, "length", length, pixels)
     width = 1.35 * span if width is None else _shared.length(where, "width", width, pixels)
     nx, ny = _shared.resolution(where, CAPE_RESOLUTION if resolution is None else resolution)
-    look = _shared.style(where, style, CAPE_STYLE)
 
     mid = top.mean(axis=0)
     z = -(half_depth + GAP)
@@ -164,14 +205,17 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
     local = right if facing == 1 else right[:, ::-1] * (-1.0, 1.0, 1.0)
     world = local @ carrier.rotation.T + carrier.position
     sheet = _shared.sheet(world)
+    cloth_kwargs = dict(cloth_kwargs)
     if isinstance(material, str) and "damping" not in cloth_kwargs:
         cloth_kwargs["damping"] = CAPE_DAMPING
     cloth = Cloth.from_mesh(sheet, material, **cloth_kwargs)
     row = sheet.side("top")
     offsets = right[-1]                                                              # (nx, 3) the pinned row
-    pin = Pin(row, attach_to=attach_to, offset=_facing(offsets, facing))
-    entity = app.spawn(cloth, pin, look)
-    return Cape(app, entity, cloth, pin, attach_to, offsets.copy(), facing)
+    pin = Pin(row, attach_to=int(attach_to), offset=_facing(offsets, facing))
+    cx, cy = float(carrier.position[0]), float(carrier.position[1])
+    extent = (f"its carrier (entity {int(attach_to)}) at ({cx:.4g}, {cy:.4g})", float(np.hypot(cx, cy)),
+              "its length, width or the hero's box", float(max(length, width, w, h)))
+    return cloth, pin, offsets.copy(), extent, at
 
 
 def _facing(right: np.ndarray, direction: int) -> np.ndarray:
@@ -180,9 +224,12 @@ def _facing(right: np.ndarray, direction: int) -> np.ndarray:
     return right.copy() if direction == 1 else right[::-1] * (-1.0, 1.0, 1.0)
 
 
-def _carrier(app: App, entity: Any, pixels: PixelSpace | None) -> tuple[Transform, tuple[float, ...], float]:
-    """The carrier's Transform now, its collision box (x0, x1, y0, y1) in its local metres and the half depth [m]
-    of its collision extrusion (0 for a bare Transform)."""
+def _carrier(app: App, entity: Any, pixels: PixelSpace | None, at: tuple | None = None
+             ) -> tuple[Any, tuple[float, ...], float, tuple]:
+    """The carrier's Transform (its position and rotation), its collision box (x0, x1, y0, y1) in its local metres,
+    the half depth [m] of its collision extrusion (0 for a bare Transform) and its pose as read: ``at`` if given
+    (a rebuild reads the carrier where the first build found it), else now — a body's (x, y, angle) in pymunk
+    units, a Transform's (position, rotation) copies."""
     where = "loom.cape"
     if isinstance(entity, bool) or not isinstance(entity, (int, np.integer)):
         raise TypeError(f"{where} attach_to = {_shared.brief(entity)}: expected an entity id (int)")
@@ -194,8 +241,9 @@ def _carrier(app: App, entity: Any, pixels: PixelSpace | None) -> tuple[Transfor
             raise ValueError(f"{where} attach_to = {entity}: a RigidBody2D needs the pymunk bridge (DefaultPlugins)")
         scale, ox, oy, sign = body_units(rigid, pixels)
         body = rigid.body
-        x, y = (body.position.x - ox) / scale, sign * (body.position.y - oy) / scale
-        pose = Transform.from_2d(x, y, sign * body.angle, rigid.z)
+        at = (body.position.x, body.position.y, body.angle) if at is None else at
+        x, y = (at[0] - ox) / scale, sign * (at[1] - oy) / scale
+        pose = Transform.from_2d(x, y, sign * at[2], rigid.z)
         if transform is None:                                  # set-up time: added once, never per frame
             app.add_component(entity, pose)
             transform = pose
@@ -207,15 +255,25 @@ def _carrier(app: App, entity: Any, pixels: PixelSpace | None) -> tuple[Transfor
             box = (corners[:, 0].min(), corners[:, 0].max(), corners[:, 1].min(), corners[:, 1].max())
         else:
             box = HERO_BOX
-        return transform, tuple(float(v) for v in box), rigid.depth / 2 + rigid.thickness
+        return transform, tuple(float(v) for v in box), rigid.depth / 2 + rigid.thickness, at
     if transform is None:
         raise ValueError(f"{where} attach_to = {entity}: that entity has no Transform or RigidBody2D to carry the "
                          f"cape")
+    if at is None:
+        at = (np.array(transform.position, dtype=np.float64), np.array(transform.rotation, dtype=np.float64))
+    pose = _Pose(*at)
     collider = app.try_get(entity, Collider)
     if collider is not None and isinstance(collider.shape, Box):
         hx, hy, hz = collider.shape.half_extents
-        return transform, (-hx, hx, -hy, hy), hz + collider.thickness
-    return transform, HERO_BOX, 0.0
+        return pose, (-hx, hx, -hy, hy), hz + collider.thickness, at
+    return pose, HERO_BOX, 0.0, at
+
+
+class _Pose(NamedTuple):
+    """A carrier Transform's position [m] (3,) and rotation (3, 3) as the cape read them."""
+
+    position: np.ndarray
+    rotation: np.ndarray
 
 
 def _shape_points(body: Any) -> np.ndarray:

@@ -5,6 +5,13 @@
 # Safe to run again: apt and pip skip what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the Python that pip installs into: the active virtual environment's (README, Set-up), 3.11 or newer
+if ! python -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    found=$( (command -v python >/dev/null && python --version 2>&1) || echo "no python on PATH")
+    echo "scripts/install.sh: Loom needs Python 3.11 or newer as \`python\`; found: $found." \
+         "Make and activate a virtual environment with one (README.md, Set-up), then run this again." >&2
+    exit 1
+fi
 apt_packages=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri xvfb xauth)
 if command -v apt-get >/dev/null 2>&1; then
     missing=()

@@ -8,6 +8,7 @@ import pytest
 
 from loom.components import Cloth, Pin, Wind
 from loom.engine import mesh
+from loom.engine import threads as engine_threads
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, revisions
 from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.xpbd.constraints import ConstraintBatch
@@ -32,10 +33,12 @@ def _world(make_app, flags: list[int], threads: int = 1):
 
 
 @pytest.mark.parametrize("threads, count", [(1, 14), (2, 3)])
-def test_a_batch_moves_each_cloth_exactly_as_alone(make_app, threads, count):
-    """14 cloths batch every kernel on one thread; 3 batch the heavy ones (constraints, wind) on two."""
+def test_a_batch_moves_each_cloth_exactly_as_alone(make_app, monkeypatch, threads, count):
+    """14 cloths batch every kernel on one thread; 3 batch the heavy ones (constraints, wind) on two (the scene is
+    small, so the thread floor ``MIN_PARTICLES`` is lowered for the test: small scenes otherwise stay on one)."""
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("needs 2 threads")
+    monkeypatch.setattr(engine_threads, "MIN_PARTICLES", 0)
     together, made = _world(make_app, list(range(count)), threads=threads)
     together.step(30)
     assert together.resources.get(ConstraintBatch) is not None          # the batched path ran

@@ -276,3 +276,24 @@ def test_yardstick_rejects_a_sample_count_below_one():
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="samples"):
             yardstick.measure(bad)
+
+
+HITCH_KEYS = {"scene", "cache", "load", "frames", "threads", "first_frame_s", "first_step_ms", "median_ms", "p99_ms",
+              "max_ms", "max_frame", "over_2x_median", "over_goal", "goal_ms", "worst", "loadavg"}
+
+
+def test_hitches_benchmark_times_a_users_loop_frame_by_frame_in_its_own_process():
+    records = run_benchmark("hitches", "--scene", "capeflag", "--cache", "warm", "--load", "idle", "--frames", "40")
+    assert len(records) == 1
+    r = records[0]
+    assert set(r) == HITCH_KEYS and (r["scene"], r["cache"], r["load"], r["frames"]) == ("capeflag", "warm", "idle", 40)
+    assert 0 < r["median_ms"] <= r["p99_ms"] and r["max_ms"] >= r["median_ms"] and 3 <= r["max_frame"] < 40
+    assert r["first_frame_s"] > r["first_step_ms"] / 1000 > 0          # launch to the first frame's end
+    assert r["goal_ms"] >= 4.0 and r["goal_ms"] >= 3 * r["median_ms"] - 0.01
+    assert len(r["worst"]) == 5 and all(1 <= k < 40 for k, _ in r["worst"])
+
+
+def test_hitches_benchmark_refuses_too_few_frames():
+    out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "hitches", "--frames", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "--frames 2" in out.stderr

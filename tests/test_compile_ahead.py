@@ -229,3 +229,45 @@ def test_the_first_frames_progress_counts_what_either_process_has_ready(monkeypa
     monkeypatch.setattr(compile_ahead, "_running", lambda: True)
     monkeypatch.setattr(cold_kernels, "cached", lambda kernel: kernel is predict._predict)
     assert compile_ahead.first_frame_ready() == 0.5
+
+
+_LATER = """
+import json, numpy as np
+from loom.engine import App, Stage, geometry
+kernel = geometry.vertex_normals_into
+tri = np.array([[0, 1, 2]], dtype=np.int32)
+x = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
+out = np.zeros((3, 3))
+ready = []
+
+def late(app, dt):                                   # a kernel first needed at the third step (a first contact)
+    ready.append(len(kernel.overloads))
+    if app.clock.step_index == 2:
+        kernel(tri, x, out)
+
+app = App(dt=1 / 60, substeps=1, threads=1)
+app.add_system(late, Stage.PRE_STEP, name="late")
+app.step(5)
+print(json.dumps({"ready": ready, "normal": out[0].tolist()}))
+"""
+
+
+def test_kernels_a_scene_needed_after_its_first_frame_load_before_it_at_the_next_launch(tmp_path):
+    """Issue 42: a kernel first called at a later step loads (or compiles) inside that frame once; from the next
+    launch on (the same cache) the first step loads it, and no later frame does (``loom.engine.later_kernels``)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def launch() -> dict:
+        out = subprocess.run([sys.executable, "-c", _LATER], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.splitlines()[-1])
+
+    first, second = launch(), launch()
+    assert first["ready"] == [0, 0, 0, 1, 1]                 # the first launch: compiled in step 2
+    assert second["ready"] == [1, 1, 1, 1, 1]                # the next: loaded before the first step's systems
+    assert second["normal"] == first["normal"] == [0.0, 0.0, 1.0]
+    assert list((tmp_path / "cache" / "loom-later-kernels").glob("*.pickle"))
+    off = subprocess.run([sys.executable, "-c", _LATER], cwd=tmp_path, env={**env, "LOOM_LATER_KERNELS": "0"},
+                         capture_output=True, text=True, timeout=300)
+    assert json.loads(off.stdout.splitlines()[-1])["ready"] == [0, 0, 0, 1, 1]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pygame
+import pytest
+from scipy import ndimage
 
 from loom.engine.runner import HEADLESS_FRAMES
 from loom.games import embed_surface
@@ -36,14 +38,31 @@ def json_report(run: subprocess.CompletedProcess) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def cloth_pixels(path: Path) -> int:
-    """Pixels of the PNG at path that are none of the game's own colours, and reddish like the cape's style."""
-    image = pygame.surfarray.array3d(pygame.image.load(str(path))).astype(int)      # (w, h, 3)
+def load(path: Path) -> np.ndarray:
+    """The PNG at path as (w, h, 3) int, indexed [x, y] like pygame.surfarray."""
+    return pygame.surfarray.array3d(pygame.image.load(str(path))).astype(int)
+
+
+def cloth_mask(image: np.ndarray) -> np.ndarray:
+    """(w, h) bool: pixels that are none of the game's own colours, and reddish like the cape's style."""
     own = np.zeros(image.shape[:2], bool)
     for colour in (SKY, GROUND, HERO):
         own |= (np.abs(image - colour).max(axis=2) <= 2)
     red = (image[..., 0] > image[..., 1] + 20) & (image[..., 0] > image[..., 2] + 20)
-    return int((~own & red).sum())
+    return ~own & red
+
+
+def cloth_pixels(path: Path) -> int:
+    """Pixels of the PNG at path that are cape-coloured (``cloth_mask``)."""
+    return int(cloth_mask(load(path)).sum())
+
+
+def cape_area_px() -> float:
+    """[px²] The cape's own area seen face on at rest (a trapezoid: the pinned row's span on top, its width at the
+    hem, its length tall), at the game camera's scale: what a straight side view shows of it, hero or not."""
+    (x0, _), (x1, _) = embed_surface.SHOULDERS
+    scale = embed_surface.SIZE[1] / embed_surface.CAMERA.ortho_height                 # [px/m]
+    return 0.5 * (abs(x1 - x0) + embed_surface.CAPE_WIDTH) * embed_surface.CAPE_LENGTH * scale ** 2
 
 
 def test_headless_without_frames_runs_the_default_frames_instead_of_crashing():
@@ -58,6 +77,31 @@ def test_headless_screenshot_saves_the_games_surface_with_the_cape_on_it(tmp_pat
     assert out.is_file(), "--screenshot wrote no file"
     assert pygame.image.load(str(out)).get_size() == embed_surface.SIZE
     assert cloth_pixels(out) > 100, f"only {cloth_pixels(out)} cape-coloured pixels in the screenshot"
+
+
+@pytest.mark.parametrize("frames,fraction", [(40, 0.1), (240, 0.2)])
+def test_the_screenshot_shows_a_cape_a_viewer_recognises(tmp_path, frames, fraction):
+    """Issue 42: ``--headless --frames 240 --screenshot`` showed the dark hero and a few red pixels (72 of them: a
+    sheet spanning depth, seen nearly edge on from a turned camera, hid behind him; running, a flat sliver). Now
+    the cape shows, in one piece that hangs from the hero, shaded (its red varies by 20 levels or more across it,
+    as folds and its bow turn to the light). Standing (frame 240) it hangs flat in the screen plane, its flare past
+    his back: a fifth of its face or more shows (about 0.4 by its rest shape); running (frame 40) it trails,
+    billowing partly edge on: a tenth."""
+    out = tmp_path / "embed.png"
+    report = json_report(run_game("--headless", "--frames", str(frames), "--screenshot", str(out)))
+    assert report["frames"] == frames and report["nan"] is False, report
+    image = load(out)
+    cloth = cloth_mask(image)
+    shown = int(cloth.sum())
+    assert shown >= fraction * cape_area_px(), (f"only {shown} cape-coloured pixels: under {fraction} of the "
+                                                f"cape's {cape_area_px():.0f} px² face")
+    labels, pieces = ndimage.label(cloth, structure=np.ones((3, 3)))
+    largest = labels == 1 + np.argmax(np.bincount(labels.ravel())[1:])
+    assert largest.sum() >= 0.95 * shown, f"the cape is in {pieces} pieces, not one"
+    hero = np.abs(image - HERO).max(axis=2) <= 2
+    assert (ndimage.binary_dilation(largest, iterations=2) & hero).any(), "the cape does not hang from the hero"
+    low, high = np.percentile(image[largest][:, 0], [5, 95])
+    assert high - low >= 20, f"the cape is flat: its red spans {low:.0f}–{high:.0f} only (no shading)"
 
 
 def test_screenshot_to_an_unwritable_path_exits_1_with_one_line(tmp_path):

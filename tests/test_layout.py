@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -112,6 +113,25 @@ def _game_folder(folder: Path) -> None:
         path.write_text(_DECOY.format(name=name) + "\n\nclass Gravity:\n    \"\"\"The game's own, unrelated.\"\"\"\n")
 
 
+def _venv_seeing_our_packages(venv: Path) -> Path:
+    """Make a fresh virtual environment at ``venv`` that sees the packages this interpreter sees; return its python.
+
+    ``--system-site-packages`` is not that: it shows the *base* interpreter's site-packages, and when the suite
+    itself runs inside a virtual environment (the README's set-up) the base has none of Loom's dependencies.
+    Instead the new environment gets a ``.pth`` file naming this interpreter's site directories (a venv's own,
+    the base's when it shows them, the user's), appended to its ``sys.path`` after its own site-packages, so a
+    package installed into it wins over ours. Only the directories are added: the ``.pth`` files inside them
+    are not run, so an editable install of loom there plants no import hook in the new environment."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    ours = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    seen = [d for d in dict.fromkeys(ours) if Path(d).is_dir() and Path(d).resolve() != Path(own).resolve()]
+    Path(own, "_loom_test_outer_site.pth").write_text("".join(f"{d}\n" for d in seen))
+    return python
+
+
 def test_the_wheel_holds_loom_only_and_the_quick_start_runs_from_it_in_a_fresh_venv(tmp_path):
     wheel = _build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
@@ -130,9 +150,7 @@ def test_the_wheel_holds_loom_only_and_the_quick_start_runs_from_it_in_a_fresh_v
     assert modules <= set(names), f"modules missing from the wheel: {sorted(modules - set(names))}"
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
-                   timeout=120)
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    python = _venv_seeing_our_packages(venv)
     out = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
                           str(wheel)], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, f"installing the wheel failed:\n{out.stdout}\n{out.stderr}"
@@ -151,8 +169,8 @@ def test_the_wheel_holds_loom_only_and_the_quick_start_runs_from_it_in_a_fresh_v
     assert "(1024, 3)" in out.stdout, out.stdout
     layout = json.loads(out.stdout.split("LAYOUT ", 1)[1])
     loom_file = Path(layout["loom"]).resolve()
-    # an editable install of loom may sit on the system site-packages too: its finder is appended to
-    # sys.meta_path, after the PathFinder that finds the venv's copy on sys.path; the venv's copy must win
+    # an editable install of loom may sit in the site directories the venv sees too (its hook is not run there,
+    # and were it run, it would come after the PathFinder that finds the venv's copy); the venv's copy must win
     assert loom_file.is_relative_to(venv.resolve()), (f"loom came from {loom_file}, not the venv's wheel "
                                                       f"(meta path: {layout['finders']})")
     assert not loom_file.is_relative_to(ROOT)

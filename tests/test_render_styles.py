@@ -84,10 +84,12 @@ def test_a_cloth_of_an_app_not_used_last_still_gets_its_style(new_app):
     first = new_app()
     cloth = sheet()
     first.spawn(cloth, PURPLE)
-    second = new_app()                                   # now esper's current world is the second App's
+    second = new_app()
     second.spawn(sheet(0.5), LIME)
+    esper.switch_world(second.world)                     # the caller's current world: the second App's
     surface = canvas()
     SoftRenderer(SIZE).draw(cloth, surface, ORTHO)
     assert pixels_like(surface, PURPLE) > ENOUGH, "the style on the first App's entity was not found"
     assert esper.current_world == second.world, "the lookup must leave esper's current world as it was"
+    esper.switch_world("default")
     assert len(second.query(Cloth)) == 1

@@ -110,7 +110,26 @@ def test_a_games_threads_option_fixes_the_apps_thread_count_for_its_steps_only()
         app.close()
 
 
-def test_auto_threads_is_the_default_and_its_steps_run_on_the_tuners_count():
+@pytest.fixture
+def big_and_idle(monkeypatch):
+    """The scene counts as big enough for threads (``threads.work``) and the machine as idle (a core idle between
+    the tuner's looks at /proc/stat)."""
+    monkeypatch.setattr(threads, "work_probes", [lambda app: threads.MIN_PARTICLES])
+    _cpu(monkeypatch, idle_share=0.5)
+
+
+def _cpu(monkeypatch, idle_share: float) -> None:
+    """/proc/stat as the tuner reads it: each look 1 s later, ``idle_share`` of the machine's time idle."""
+    clock = [0.0, 0.0]
+
+    def sample():
+        clock[0] += idle_share
+        clock[1] += 1.0
+        return tuple(clock)
+    monkeypatch.setattr(threads, "cpu_times", sample)
+
+
+def test_auto_threads_is_the_default_and_its_steps_run_on_the_tuners_count(big_and_idle):
     seen = []
     app = App(dt=1 / 60, substeps=2)
     app.add_system(lambda a, dt: seen.append((numba.get_num_threads(), a.tuner.count())), Stage.PRE_STEP,
@@ -134,7 +153,7 @@ def _feed(tuner: threads.ThreadTuner, cost: dict[int, float], steps: int) -> lis
     return used
 
 
-def test_the_tuner_switches_to_every_core_when_that_is_faster_and_back_when_it_is_not():
+def test_the_tuner_switches_to_every_core_when_that_is_faster_and_back_when_it_is_not(big_and_idle):
     tuner = threads.ThreadTuner(2)
     used = _feed(tuner, {1: 0.010, 2: 0.006}, 200)
     assert used[0] == 1 and tuner.current == 2 and used[-30:] == [2] * 30
@@ -142,12 +161,71 @@ def test_the_tuner_switches_to_every_core_when_that_is_faster_and_back_when_it_i
     assert tuner.current == 1 and used.count(2) < 20       # noticed within a few steps, not the next trial
 
 
-def test_a_tuner_on_a_machine_where_threads_never_pay_tries_them_rarely_and_briefly():
+def test_a_tuner_on_a_machine_where_threads_never_pay_tries_them_rarely_and_briefly(big_and_idle):
     tuner = threads.ThreadTuner(2)
     used = _feed(tuner, {1: 0.010, 2: 0.035}, 20_000)
     assert tuner.current == 1
     assert used.count(2) <= tuner.trials and tuner.trials < 12      # each trial aborts after one slow step
     assert tuner.hold == threads.HOLD_STEPS[1]
+
+
+def test_a_trial_step_costing_more_than_one_and_a_half_medians_ends_the_trial(big_and_idle):
+    tuner = threads.ThreadTuner(2)
+    used = _feed(tuner, {1: 0.010, 2: 0.016}, 2000)         # 1.6x: one step of each trial, never eight
+    assert tuner.trials >= 1 and used.count(2) == tuner.trials and tuner.current == 1
+
+
+def test_no_trial_starts_while_every_core_is_busy(big_and_idle, monkeypatch):
+    _cpu(monkeypatch, idle_share=0.0)                    # the game and one other process: 2 cores busy
+    tuner = threads.ThreadTuner(2)
+    assert set(_feed(tuner, {1: 0.010, 2: 0.006}, 1000)) == {1} and tuner.trials == 0
+    _cpu(monkeypatch, idle_share=0.5)                    # the other process ended: one core idle
+    used = _feed(tuner, {1: 0.010, 2: 0.006}, 100)
+    assert tuner.current == 2 and used[-10:] == [2] * 10
+
+
+def _particles_of_cloths(app: App) -> int:
+    return sum(c.particle_count for _, c in app.query(Cloth))
+
+
+@TWO_THREADS
+@pytest.mark.parametrize("count", [2, "auto"])
+def test_a_small_scene_runs_on_one_thread_whatever_the_count(count, monkeypatch):
+    """A cape-sized cloth (and a flag) on ``threads=2`` or "auto": every step on one thread, serial kernels, no
+    trial (issue 42: two small cloths batched a cloth per thread cost 7.6 against 0.6 ms with a core busy)."""
+    _cpu(monkeypatch, idle_share=0.5)
+    seen = []
+    app = App(dt=1 / 60, substeps=2, threads=count)
+    app.add_plugin(DefaultPlugins)
+    for k in range(2):
+        sheet = mesh.grid(20, 20, 0.6, 0.6, center=(k, 1.0, 0.0))             # 400 particles each
+        app.spawn(Cloth.from_mesh(sheet, "cotton"), Pin.edge(sheet, "top"))
+    app.add_system(lambda a, dt: seen.append((numba.get_num_threads(), a.step_threads)), Stage.PRE_STEP,
+                   name="count_threads")
+    try:
+        assert 0 < _particles_of_cloths(app) < threads.MIN_PARTICLES
+        app.step(threads.FIRST_TRIAL + 2 * threads.TRIAL_STEPS)
+        assert set(seen) == {(1, 1)}
+        assert app.tuner is None or app.tuner.trials == 0
+    finally:
+        app.close()
+
+
+@TWO_THREADS
+def test_a_big_scene_still_gets_its_fixed_thread_count():
+    seen = []
+    app = App(dt=1 / 60, substeps=1, threads=2)
+    app.add_plugin(DefaultPlugins)
+    sheet = mesh.grid(48, 48, 1.0, 1.0, center=(0.0, 1.0, 0.0))                # 2,304 particles
+    app.spawn(Cloth.from_mesh(sheet, "cotton"), Pin.edge(sheet, "top"))
+    app.add_system(lambda a, dt: seen.append((numba.get_num_threads(), a.step_threads)), Stage.PRE_STEP,
+                   name="count_threads")
+    try:
+        assert _particles_of_cloths(app) >= threads.MIN_PARTICLES
+        app.step(2)
+        assert set(seen) == {(2, 2)}
+    finally:
+        app.close()
 
 
 def test_a_tuner_with_one_core_always_runs_one_thread():
@@ -204,3 +282,25 @@ def test_threads_benchmark_steps_one_every_core_and_auto_side_by_side():
     for key in ("one_ms", "every_core_ms", "auto_ms"):
         median, p99 = record[key]
         assert 0.0 < median <= p99, record
+
+
+def test_a_warm_launch_whose_first_step_compiles_only_numbas_own_helpers_still_tries_threads(big_and_idle):
+    """numba compiles some helpers (its typed list's) anew in every process, warm cache or not: only a Loom kernel
+    compiled in the first step marks a cold launch (100 flags batch in typed lists: with the helpers counted, a
+    warm launch never tried a second thread and ran at 24 against 14 ms a frame)."""
+    import numba
+
+    @numba.njit                                          # not a Loom kernel: this test module's own
+    def helper(k):
+        return k + 1
+
+    app = App(dt=1 / 60, substeps=2)
+    app.add_system(lambda a, dt: helper(a.clock.step_index) if a.clock.step_index == 0 else None, Stage.PRE_STEP,
+                   name="compile_a_helper")
+    try:
+        app.step(threads.FIRST_TRIAL + 2 * threads.TRIAL_STEPS)
+        assert helper.signatures, "the helper was not compiled in the first step"
+        assert app.tuner.allowed_launch
+        assert app.tuner.trials >= 1 or threads.cores() < 2
+    finally:
+        app.close()

@@ -37,7 +37,10 @@ has one — pixels, y down: a point (px, py) is ((px − ox)/ppm, (oy − py)/pp
 displacements and velocities go back as pixels with y flipped — else with scale 1 and y up; an explicit scale
 keeps y up. Inside, all is SI (metres, y up, radians counter-clockwise, N·s). Despawning a RigidBody2D's entity
 despawns the collider entities made for its shapes (``forget_body``); removing its body from the pymunk Space
-stays the game's job.
+stays the game's job. Read with scale 1 (no PixelSpace, ``scale`` None), a moving body bigger than
+PIXEL_SIZED_BODY metres warns once per App (UnitsWarning naming PixelSpace): a hero of 36 × 80 pixels is not
+36 × 80 m. A PixelSpace with a ``gravity`` [px/s²] sets the App's ``Gravity`` [m/s²] here, at the start of the
+first step after it (or its gravity) changed (``pixel_gravity``).
 """
 from __future__ import annotations
 
@@ -50,19 +53,26 @@ import numba
 import numpy as np
 import pymunk
 
-from loom.components import Box, Capsule, Collider, ColliderSet, PixelSpace, Prism, Transform
+from loom.components import Box, Capsule, Collider, ColliderSet, Gravity, PixelSpace, Prism, Transform
+from loom.components.pixels import warn_units
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.engine import App
 from loom.systems.shared.held import HeldByArrays, hold
 from loom.systems.shared.plan import Plan, nothing
 
 _Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # local y → world z (capsule axis)
+PIXEL_SIZED_BODY = 10.0
+"""Size [m] beyond which a moving body read with scale 1 and no PixelSpace warns: likely pixels taken for metres."""
+_GRAVITY_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""App → (PixelSpace, its revision) whose ``gravity`` last set the App's Gravity resource."""
 
 
 def sync_bodies(app: App, dt: float) -> None:
     """Step the space (with a Space2D that asks for it) and move every body's Transform and shape colliders to it."""
     poses = app.init_resource(BodyPoses)
     pixels = app.resources.get(PixelSpace)
+    if pixels is not None and pixels.gravity is not None:
+        pixel_gravity(app, pixels)
     for entity, rigid in app.query(RigidBody2D):
         if not rigid.shape_entities:
             _bind(app, entity, rigid, body_units(rigid, pixels))
@@ -100,6 +110,17 @@ def sync_bodies(app: App, dt: float) -> None:
                 transform.rotation[:] = ((c, 0.0, s), (s, 0.0, -c), (0.0, 1.0, 0.0))
             else:
                 transform.rotation[:] = ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
+
+
+def pixel_gravity(app: App, pixels: PixelSpace) -> None:
+    """Set the App's Gravity resource to the PixelSpace's ``gravity`` [px/s²] in m/s², y up, when that PixelSpace
+    (or an assignment to it) is new since the last time: once, not every step, so a Gravity the game inserts later
+    wins until the PixelSpace changes again."""
+    key = (pixels, pixels.revision)
+    seen = _GRAVITY_FROM.get(app)
+    if seen is None or seen[0] is not key[0] or seen[1] != key[1]:
+        app.insert_resource(Gravity(pixels.gravity_metres()))
+        _GRAVITY_FROM[app] = key
 
 
 def _pushed(rigid: RigidBody2D) -> bool:
@@ -499,6 +520,8 @@ def _bind(app: App, entity: int, rigid: RigidBody2D, frame: Units) -> None:
         x, y = _to_metres(frame, rigid.body.position)
         app.add_component(entity, Transform.from_2d(x, y, frame[3] * rigid.body.angle, rigid.z))
     rigid.shapes = list(rigid.body.shapes)
+    if rigid.scale is None and rigid.body.body_type != pymunk.Body.STATIC and PixelSpace not in app.resources:
+        _warn_if_pixels(app, entity, rigid)
     s, sign = frame[0], frame[3]
     for shape in rigid.shapes:
         margin = rigid.thickness
@@ -523,6 +546,22 @@ def _bind(app: App, entity: int, rigid: RigidBody2D, frame: Units) -> None:
         collider = Collider(geometry, thickness=margin, friction=friction, two_way=_pushed(rigid))
         centre, angle = _shape_pose(rigid, shape, frame)
         rigid.shape_entities.append(app.spawn(collider, Transform.from_2d(centre[0], centre[1], angle, rigid.z)))
+
+
+def _warn_if_pixels(app: App, entity: int, rigid: RigidBody2D) -> None:
+    """Warn once per App (UnitsWarning naming PixelSpace) if the moving body read in metres (no PixelSpace, scale
+    None) is bigger than PIXEL_SIZED_BODY: a 36 × 80 px hero read as 36 × 80 m."""
+    boxes = [shape.cache_bb() for shape in rigid.shapes]
+    if not boxes:
+        return
+    w = max(b.right for b in boxes) - min(b.left for b in boxes)
+    h = max(b.top for b in boxes) - min(b.bottom for b in boxes)
+    if max(w, h) > PIXEL_SIZED_BODY:
+        warn_units(app, "body size", f"RigidBody2D on entity {entity}: its pymunk body is {w:.3g} × {h:.3g} m, read "
+                   f"in metres (the App has no PixelSpace and RigidBody2D.scale is None): pixels? Insert "
+                   f"loom.PixelSpace(pixels_per_metre, origin=...) before the first step (bodies, loom.cape and "
+                   f"loom.flag are then read in the game's pixels, y down), or give RigidBody2D(scale=...) "
+                   f"(units per metre)")
 
 
 class BodyPoses:

@@ -327,7 +327,7 @@ def _zone_weight(zones, w, px, py, pz):
         ly = zones[w, 9] * dx + zones[w, 12] * dy + zones[w, 15] * dz
         lz = zones[w, 10] * dx + zones[w, 13] * dy + zones[w, 16] * dz
         depth = min(zones[w, 4] - abs(lx), zones[w, 5] - abs(ly), zones[w, 6] - abs(lz))
-    if depth <= 0.0:
+    if not depth > 0.0:                                       # outside, or NaN (a centre written in place)
         return 0.0
     edge = zones[w, 7]
     if depth >= edge:

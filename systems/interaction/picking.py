@@ -31,6 +31,7 @@ import numba
 import numpy as np
 
 from loom.components import Camera, Cloth, Pin
+from loom.components._validate import floats, integer, real
 from loom.components.grab import Grab
 from loom.components.wind import Blower
 from loom.engine import App, Stage
@@ -53,8 +54,8 @@ def pick_particle(app: App, origin: np.ndarray, direction: np.ndarray, radius: f
     origin (3,) [m] and direction (3,) (normalised here) are a world ray, e.g. ``Camera.ray``;
     radius [m] > 0 is how far off the ray a particle may be. Raises ValueError for a zero
     direction or a radius that is not finite and > 0."""
-    o = np.asarray(origin, dtype=np.float64).reshape(3)
-    d = np.asarray(direction, dtype=np.float64).reshape(3)
+    o = floats("pick_particle", "origin", origin, (3,), unit=" [m]")
+    d = floats("pick_particle", "direction", direction, (3,))
     norm = float(np.linalg.norm(d))
     if not norm > 1e-12 or not math.isfinite(norm):
         raise ValueError(f"pick_particle direction = {d.tolist()}: must be a finite non-zero vector")
@@ -86,11 +87,12 @@ def update_grab(app: App, camera: Camera, mouse_x: float, mouse_y: float, width:
     sweeping onto the cloth with the button down grabs it); once held, the target follows the
     cursor's ray at the depth where the particle was picked. ``grab`` selects a Grab entity (one
     per pointer); by default the first one, spawned on first use."""
+    _viewport("update_grab", mouse_x, mouse_y, width, height)
     g = _pointer(app, Grab, grab)
     if not pressed:
         g.active = False
         return g
-    origin, direction = camera.ray(mouse_x, mouse_y, width, height)
+    origin, direction = _ray("update_grab", camera, mouse_x, mouse_y, width, height)
     if not g.active:
         hit = pick_particle(app, origin, direction, g.radius)
         if hit is None:
@@ -109,12 +111,37 @@ def update_blower(app: App, camera: Camera, mouse_x: float, mouse_y: float, widt
     The nozzle sits where the cursor's ray leaves the near plane (the eye's line of sight through
     the cursor, also right for orthographic cameras). ``blower`` selects a Blower entity; by default
     the first one, spawned on first use with Blower's defaults."""
+    _viewport("update_blower", mouse_x, mouse_y, width, height)
     b = _pointer(app, Blower, blower)
-    origin, direction = camera.ray(mouse_x, mouse_y, width, height)
+    origin, direction = _ray("update_blower", camera, mouse_x, mouse_y, width, height)
     b.origin[:] = origin
     b.direction[:] = direction
     b.active = bool(blowing)
     return b
+
+
+def _viewport(where: str, mouse_x: float, mouse_y: float, width: int, height: int) -> None:
+    """Refuse a cursor that is not a finite point [px] or a viewport that is not positive whole pixels (a
+    zero-sized window while minimised): ValueError (FieldError for a wrong kind) naming ``where``'s argument."""
+    integer(where, "width", width, low=1)
+    integer(where, "height", height, low=1)
+    real(where, "mouse_x", mouse_x, unit=" [px]")
+    real(where, "mouse_y", mouse_y, unit=" [px]")
+
+
+def _ray(where: str, camera: Camera, mouse_x: float, mouse_y: float, width: int, height: int
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """``camera.ray`` through the cursor, or ValueError naming ``where`` when the camera gives no finite ray (its
+    matrices singular or overflowing: an extreme distance, near or far)."""
+    try:
+        with np.errstate(all="ignore"):
+            origin, direction = camera.ray(mouse_x, mouse_y, width, height)
+    except np.linalg.LinAlgError:
+        origin = direction = np.full(3, np.nan)
+    if not (np.isfinite(origin).all() and np.isfinite(direction).all()):
+        raise ValueError(f"{where}: the Camera gives no finite ray through ({mouse_x!r}, {mouse_y!r}) px in "
+                         f"{width}x{height} px (check Camera.distance, near, far and ortho_height)")
+    return origin, direction
 
 
 def _pointer(app: App, kind: type, entity: int | None):

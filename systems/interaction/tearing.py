@@ -124,7 +124,7 @@ def prune_tethers(app: App, dt: float) -> None:
         if tear.torn.shape[0] != n or cloth.tether_anchor is tear.tether_table:
             continue
         uv = cloth.rest_uv
-        crack = tear.crack if np.ptp(uv, axis=0).min() > 0.0 else np.zeros((0, 2), np.int32)
+        crack = tear.crack if np.ptp(uv, axis=0).min() > 0.0 else tear.crack[:0]     # read-only either way
         keep = _clear_tethers(cloth.tether_offsets, cloth.tether_anchor, uv, tear.piece, crack)
         owner = np.repeat(np.arange(n), np.diff(cloth.tether_offsets))
         offsets = np.zeros(n + 1, np.int32)

@@ -37,6 +37,10 @@ from loom.engine import App, Stage
 from loom.systems.sets import ClothSet
 
 
+WORLD_SIZE = 1e6
+"""Largest |coordinate| [m] a teleport may move a cloth to: the step guard's bound (beyond it a cloth has exploded)."""
+
+
 class TeleportPlugin:
     """Inertia scaling of carried cloths, once per step before the solvers."""
 
@@ -51,7 +55,8 @@ def teleport(app: App, cloth_entity: int, translation: Any, rotation: Any = None
 
     translation (3,) [m]; rotation a (3, 3) rotation matrix or None (no turn); pivot (3,) [m]
     the point the rotation turns about. Raises KeyError if the entity has no Cloth, ValueError
-    (naming ``teleport.<field>``) for a non-finite translation or pivot or a non-rotation."""
+    (naming ``teleport.<field>``) for a non-finite translation or pivot, a non-rotation, or a motion that would
+    put a particle beyond ±WORLD_SIZE m; the cloth is unchanged then."""
     t = floats("teleport", "translation", translation, (3,), unit=" [m]")
     c = floats("teleport", "pivot", pivot, (3,), unit=" [m]")
     try:
@@ -59,6 +64,12 @@ def teleport(app: App, cloth_entity: int, translation: Any, rotation: Any = None
     except (TypeError, ValueError) as error:
         raise type(error)(str(error).replace("Transform.rotation", "teleport.rotation", 1)) from None
     cloth = app.get(cloth_entity, Cloth)
+    if cloth.particle_count:
+        with np.errstate(all="ignore"):
+            far = float(np.abs((cloth.x - c) @ r.T + c + t).max())
+        if not far <= WORLD_SIZE:
+            raise ValueError(f"teleport.translation = {t.tolist()}: would move cloth entity {cloth_entity} to "
+                             f"|x| = {far:g} m, beyond the world's ±{WORLD_SIZE:g} m (pixels taken for metres?)")
     _move_points(cloth.x, r, c, t)
     _move_points(cloth.x_prev, r, c, t)
     _turn(cloth.v, r)

@@ -14,16 +14,19 @@ reason, link, substeps and action) and the App emits ``step_rejected`` (entity, 
 the game can react; inside the handler ``app.clock.substeps`` is the refused step's substep count
 and ``app.resource(Recovery)`` tells the rest (``factor == max_factor`` means it was clamped).
 
-State broken between steps. A game (or a bad assignment) may write NaN or inf into a cloth's x, v or
-x_prev between two steps. The guard's copy is therefore the last GOOD state, never a copy of what it
-finds: before a step, one fused pass per cloth checks x, v and x_prev and copies them only if all are
-finite; after a good step the guard copies the state it has just verified. A cloth found non-finite
+State broken between steps. A game (or a bad assignment, or an in-place write such as ``cloth.x[:] = 1e308``)
+may write NaN, inf or absurd values into a cloth's x, v or x_prev between two steps. The guard's copy is
+therefore the last GOOD state, never a copy of what it finds: before a step, one fused pass per cloth checks
+x, v and x_prev (finite, |x| and |x_prev| within MAX_POSITION, |v| within MAX_SPEED) and copies them only if
+all pass; after a good step the guard copies the state it has just verified. A cloth found broken
 before a step is restored from that copy — the state at the end of its last good step, so it
 continues exactly as if nothing had been written — ``Recovery.restores`` grows, a warning goes to
-``loom.guard`` and the App emits ``state_restored`` (entity, step, particle, field). This is not a
+``loom.guard`` and the App emits ``state_restored`` (entity, step, particle, field); the warning names the
+likely causes (``LIKELY_CAUSES``). This is not a
 solver failure: ``rejected_steps`` and the substep multiplier are untouched. A cloth that never had
-a good state (NaN written before its first step, or right after tearing re-meshed it) cannot be
-restored: the step raises ValueError naming the entity, the field and the particle.
+a good state (NaN or 1e308 written before its first step, or right after tearing re-meshed it; a cloth built
+at an absurd position) cannot be restored: the step raises ValueError naming the entity, the field, the
+particle and the likely causes.
 
 Recovery (the ``Recovery`` resource holds the policy and its state):
 
@@ -63,6 +66,7 @@ from numba import prange
 
 from loom.components import Cloth, Tearable
 from loom.engine import App
+from loom.engine.clock import MAX_SUBSTEPS
 from loom.engine.cold_kernels import pick, python_twin
 from loom.systems.shared.batch import Batch, batchable, revisions
 
@@ -72,6 +76,10 @@ MAX_POSITION = 1e6
 """Largest believable |coordinate| [m] (1000 km): beyond it a cloth has exploded."""
 MAX_SPEED = 1e4
 """Largest believable |velocity component| [m/s] (10 km/s)."""
+LIKELY_CAUSES = ("likely causes: a PixelSpace inserted after the helpers built the cloth (its pixel sizes taken as "
+                 "metres), pixels passed where metres are expected, a teleport by an absurd distance, or an "
+                 "in-place write into cloth.x, cloth.v, cloth.force or a pin target")
+"""What the guard's messages name when a cloth's state is non-finite or exploded."""
 MAX_STRETCH = 20.0
 """Longest believable link, as a multiple of its rest length [-]: a link beyond it means a lost step.
 10× was the first choice, but a Verlet sheet yanked 4 m by one corner (tests/test_verlet.py) holds
@@ -124,6 +132,8 @@ class Recovery:
 
 FIELDS = ("x", "v", "x_prev")
 """The Cloth state the guard checks before a step and keeps a good copy of, in kernel order."""
+_BOUND = {"x": f"±{MAX_POSITION:g} m", "v": f"±{MAX_SPEED:g} m/s", "x_prev": f"±{MAX_POSITION:g} m"}
+"""Each checked field's sane range, as the messages quote it."""
 
 
 class StepSnapshot:
@@ -188,9 +198,11 @@ def _restore_broken(app: App, snapshot: StepSnapshot, entity: int, cloth: Cloth,
     step = app.clock.step_index
     if entity in snapshot.unverified:
         value = getattr(cloth, name)[particle].tolist()
-        raise ValueError(f"Cloth.{name}[{particle}] of entity {entity} = {value} is not finite before step {step} "
-                         f"and the cloth has no good state to restore (written before its first step or "
-                         f"after a re-mesh): set finite values")
+        what = "is not finite" if not all(math.isfinite(a) for a in value) else f"is beyond {_BOUND[name]}"
+        raise ValueError(f"Cloth.{name}[{particle}] of entity {entity} = {value} {what} before step {step} and "
+                         f"the cloth has no good state to restore (written "
+                         f"before its first step or after a re-mesh, or the cloth was built there): set sane "
+                         f"values; {LIKELY_CAUSES}")
     x0, v0, xp0 = snapshot.saved[entity]
     np.copyto(cloth.x, x0)
     np.copyto(cloth.v, v0)
@@ -198,9 +210,9 @@ def _restore_broken(app: App, snapshot: StepSnapshot, entity: int, cloth: Cloth,
     recovery = app.init_resource(Recovery)
     recovery.restores += 1
     if _is_power_of_ten(recovery.restores):
-        log.warning("cloth entity %d: Cloth.%s[%d] was not finite before step %d (written between steps); "
-                    "restored to its last good state (%d restores so far)", entity, name, particle, step,
-                    recovery.restores)
+        log.warning("cloth entity %d: Cloth.%s[%d] was not finite or beyond %s before step %d (written between "
+                    "steps); restored to its last good state (%d restores so far); %s", entity, name, particle,
+                    _BOUND[name], step, recovery.restores, LIKELY_CAUSES)
     app.emit("state_restored", entity=entity, step=step, particle=particle, field=name)
 
 
@@ -260,11 +272,12 @@ def reject_non_finite(app: App, dt: float) -> None:
         cloth.rejected_steps += 1
         recovery.failing[entity] = recovery.failing.get(entity, 0) + 1
         escalate = escalate or recovery.failing[entity] >= 2      # the same-substep retry failed too
-        reason = f"link {link} beyond {MAX_STRETCH:g}× its rest length" if link >= 0 else "non-finite or exploded"
+        reason = (f"link {link} beyond {MAX_STRETCH:g}× its rest length" if link >= 0 else
+                  f"non-finite or exploded (|x| beyond {MAX_POSITION:g} m or |v| beyond {MAX_SPEED:g} m/s)")
         if _is_power_of_ten(cloth.rejected_steps):          # 1st, 10th, 100th …: no log flood
             log.warning("cloth entity %d: step %d refused at %d substeps, particle %d: %s; state restored, "
-                        "action %s (%d refused so far)", entity, step, clock.substeps, bad, reason, action,
-                        cloth.rejected_steps)
+                        "action %s (%d refused so far); %s", entity, step, clock.substeps, bad, reason, action,
+                        cloth.rejected_steps, LIKELY_CAUSES)
         app.emit("step_rejected", entity=entity, step=step, particle=bad)
     _set_factor(recovery, clock, escalate, refused)
 
@@ -293,7 +306,7 @@ def _set_factor(recovery: Recovery, clock, escalate: bool, refused: bool) -> Non
         recovery.lowered = recovery.factor > 1
         if recovery.factor == 1:
             recovery.backoff = 1
-    clock.substeps = recovery.base_substeps * recovery.factor
+    clock.substeps = min(recovery.base_substeps * recovery.factor, MAX_SUBSTEPS)   # the clock's own bound
 
 
 def _is_power_of_ten(count: int) -> bool:
@@ -333,8 +346,8 @@ def _first_bad(state, links, inv_mass, saved, bounds):
         if sq > limit * limit:
             return a, k
     x0, v0, x_prev0 = saved
-    _check_and_save(x, v, x_prev, x0, v0, x_prev0)
-    return -1, -1
+    bad, _ = _check_and_save(x, v, x_prev, x0, v0, x_prev0)
+    return bad, -1
 
 
 @numba.njit(cache=True, parallel=True)
@@ -352,24 +365,31 @@ def _first_bad_batch(lists, bounds, max_stretch, found):
 
 @numba.njit(cache=True)
 def _check_and_save(x, v, x_prev, x0, v0, x_prev0):
-    """(first non-finite particle, field 0 x / 1 v / 2 x_prev), or (−1, −1) after copying x, v, x_prev
-    (n, 3) into x0, v0, x_prev0: a broken state is never copied over the last good one.
+    """(first broken particle, field 0 x / 1 v / 2 x_prev), or (−1, −1) after copying x, v, x_prev
+    (n, 3) into x0, v0, x_prev0: a broken state is never copied over the last good one. Broken: a value not
+    finite, a coordinate of x or x_prev beyond MAX_POSITION [m], a velocity component beyond MAX_SPEED [m/s]
+    (``cloth.x[:] = 1e308`` is finite, and would be stepped on).
 
     The check is branch-free (a finite a gives a·0 = 0, a NaN or inf gives NaN, so the sum is 0 only
-    if every value is finite); only a failed check searches for the particle."""
+    if every value is finite; the largest magnitudes are kept alongside); only a failed check searches for
+    the particle."""
     n = x.shape[0]
     acc = 0.0
+    far = 0.0
+    fast = 0.0
     for p in range(n):
         for c in range(3):
             acc += x[p, c] * 0.0 + v[p, c] * 0.0 + x_prev[p, c] * 0.0
-    if acc != 0.0:
+            far = max(far, abs(x[p, c]), abs(x_prev[p, c]))
+            fast = max(fast, abs(v[p, c]))
+    if acc != 0.0 or far > MAX_POSITION or fast > MAX_SPEED:
         for p in range(n):
             for c in range(3):
-                if not np.isfinite(x[p, c]):
+                if not abs(x[p, c]) <= MAX_POSITION:          # NaN fails every comparison
                     return p, 0
-                if not np.isfinite(v[p, c]):
+                if not abs(v[p, c]) <= MAX_SPEED:
                     return p, 1
-                if not np.isfinite(x_prev[p, c]):
+                if not abs(x_prev[p, c]) <= MAX_POSITION:
                     return p, 2
     for p in range(n):                           # one array at a time: about 2× faster than interleaved
         for c in range(3):
@@ -403,12 +423,12 @@ def _clamp_speeds(v, max_speed):
 
 def _check_and_save_numpy(x, v, x_prev, x0, v0, x_prev0):
     """``_check_and_save`` in NumPy: its twin while the compile-ahead worker compiles it (``cold_kernels``)."""
-    bad = ~(np.isfinite(x) & np.isfinite(v) & np.isfinite(x_prev)).all(axis=1)
+    bad = ~((np.abs(x) <= MAX_POSITION) & (np.abs(v) <= MAX_SPEED) & (np.abs(x_prev) <= MAX_POSITION)).all(axis=1)
     if bad.any():
         p = int(np.argmax(bad))
         for c in range(3):
-            for which, a in enumerate((x, v, x_prev)):
-                if not np.isfinite(a[p, c]):
+            for which, (a, bound) in enumerate(((x, MAX_POSITION), (v, MAX_SPEED), (x_prev, MAX_POSITION))):
+                if not abs(a[p, c]) <= bound:
                     return p, which
     np.copyto(x0, x)
     np.copyto(v0, v)
@@ -430,8 +450,8 @@ def _first_bad_numpy(state, links, inv_mass, saved, bounds):
     if over.any():
         k = int(np.argmax(over))
         return int(link_i[k]), k
-    _check_and_save_numpy(x, v, x_prev, *saved)
-    return -1, -1
+    bad, _ = _check_and_save_numpy(x, v, x_prev, *saved)
+    return bad, -1
 
 
 python_twin(_check_and_save, per_step=True, twin=_check_and_save_numpy)

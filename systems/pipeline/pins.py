@@ -24,9 +24,9 @@ def prepare_pins(app: App, dt: float) -> None:
     Emits ``pin_released`` and ``pin_grabbed`` (entity, particles, step) when ``active`` flags change.
     Many pins with fixed targets and unchanged flags are prepared in one kernel call."""
     rows = app.query(Cloth, Pin)
-    for _, cloth, pin in rows:
-        if not pin.bound:
-            _bind(app, cloth, pin)
+    for entity, cloth, pin in rows:
+        if not pin.bound or pin.bound_particles != cloth.x.shape[0]:     # new indices, or another cloth
+            _bind(app, entity, cloth, pin)
     fixed = [r for r in rows if _fixed_target(r[2])] if len(rows) >= BATCH_MIN_CLOTHS else []
     done = _NONE_DONE
     if batchable([cloth for _, cloth, _ in fixed]):
@@ -136,19 +136,26 @@ def _carrier(app: App, pin: Pin) -> Transform:
     return transform
 
 
-def _bind(app: App, cloth: Cloth, pin: Pin) -> None:
-    """Check the pin's indices against its cloth and fill targets or offsets left to the first step."""
+def _bind(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
+    """Check the pin's indices against its cloth (before any kernel reads them: the first step, new indices, or a
+    cloth of another particle count on the entity) and fill targets or offsets left to the first step. Raises
+    ValueError naming the Pin, the entity and the counts when an index does not fit the cloth."""
     n = cloth.particle_count
     over = np.flatnonzero(pin.index >= n)
     if over.size:
         k = int(over[0])
-        raise ValueError(f"Pin.index[{k}] = {int(pin.index[k])}: out of range for a cloth of {n} particles")
+        again = "" if pin.bound_particles < 0 or pin.bound_particles == n else \
+            f" (the Pin was checked against a cloth of {pin.bound_particles} particles: the entity's Cloth was " \
+            f"replaced; give the Pin indices of the new cloth, pin.assign(index=..., target=...), or remove it)"
+        raise ValueError(f"Pin.index[{k}] = {int(pin.index[k])}: out of range for a cloth of {n} particles "
+                         f"(the Cloth of entity {entity}){again}")
     if pin.attach_to is None:
         if pin.target is None:
             pin.target = cloth.x[pin.index].copy()
     elif pin.offset is None:
         pin.offset = _carrier(app, pin).to_local(cloth.x[pin.index])
     pin.bound = True
+    pin.bound_particles = n
 
 
 # --- kernels --------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Rendering: where cloth is drawn — ``gl`` (moderngl), ``soft`` (onto a pygame Surface), ``surface``
-(normals, subdivision, strain colours both draw from), ``window`` (the interactive loop).
+(normals, subdivision, strain colours both draw from), ``buffers`` (float32 vertex arrays for a game's own
+shader), ``window`` (the interactive loop).
 
 Rendering is opt-in, so the names below load on first use (PEP 562): ``from loom.systems.render import
 SoftRenderer`` imports pygame but not moderngl, and a headless simulation imports neither.
@@ -12,12 +13,12 @@ from typing import Any as _Any
 _EXPORTS: dict[str, str] = {
     "GLRenderPlugin": "gl", "GLRenderer": "gl", "release_renderer": "gl", "save_screenshot": "gl",
     "SoftRenderer": "soft", "SoftRenderPlugin": "soft",
-    "ClothSurface": "surface",
+    "ClothSurface": "surface", "VertexBuffers": "buffers", "vertex_buffers": "buffers",
     "WindowPlugin": "window", "run_window": "window",
 }
 
-__all__ = ["ClothSurface", "GLRenderPlugin", "GLRenderer", "SoftRenderPlugin", "SoftRenderer", "WindowPlugin",
-           "release_renderer", "run_window", "save_screenshot"]
+__all__ = ["ClothSurface", "GLRenderPlugin", "GLRenderer", "SoftRenderPlugin", "SoftRenderer", "VertexBuffers",
+           "WindowPlugin", "release_renderer", "run_window", "save_screenshot", "vertex_buffers"]
 
 
 def __getattr__(name: str) -> _Any:

@@ -80,8 +80,11 @@ class SoftRenderer:
         if not ok:
             raise ValueError(f"SoftRenderer.size = {size!r}: expected (width, height) in whole pixels >= 1")
         self.size = (w, h)
+        """Surface size (w, h) [px] this renderer draws to (``resize`` changes it)."""
         self.color = np.zeros((w, h), np.uint32, order="F")      # x contiguous, like a surface's rows
+        """The last frame's cloth pixels (w, h) uint32 0xAARRGGBB, indexed [x, y] like ``pygame.surfarray``."""
         self.depth = np.full((w, h), _k.DEPTH_CLEAR, np.float32, order="F")
+        """The last frame's depth (w, h) float32 in [0, 1], inf where no cloth, indexed [x, y]."""
         self._bbox = np.array([w, h, -1, -1], np.int64)          # drawn pixels, inclusive; empty when x1 < x0
         self._target = hold(_k.RasterTarget(self.color, self.depth, self._bbox))
         self._overlay = None
@@ -216,9 +219,10 @@ def entity_styles(clothes: list[Cloth]) -> list[ClothStyle | None]:
     """The ClothStyle on each cloth's entity (None where it has none or is in no world), found by identity.
 
     A bare Cloth does not know its App, so each esper world is searched for the entity holding that very
-    Cloth object: the current world first (the App used last, the usual case: one cached query, no
-    switch), then the others, switching back to the current world before returning. One query per world
-    searched per call, nothing per particle."""
+    Cloth object: the current world first (inside an App's RENDER stage, or a game with ``App(world=...)``
+    in its own world: one cached query, no switch), then the others (an App's private world: Loom's calls leave the
+    caller's world current), switching back to the caller's world before returning, also on an exception.
+    One cached query per world searched per call, nothing per particle."""
     found: list[ClothStyle | None] = [None] * len(clothes)
     wanted: dict[int, list[int]] = {}                 # id(cloth) → its places in ``clothes`` (held: ids stay valid)
     for i, cloth in enumerate(clothes):

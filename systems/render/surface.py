@@ -148,17 +148,25 @@ class ClothSurface:
 
     def __init__(self, cloth: Any, levels: int) -> None:
         self.levels = int(levels)
+        """Loop subdivision levels 0–2 (0: the particles themselves)."""
         self._triangles_source = cloth.triangles              # held, so `is` detects a replaced array
         self._key = _topology_key(cloth, self.levels)
         n = cloth.x.shape[0]
         self.stencil = loop_stencil(cloth.triangles, cloth.rest_x, self.levels) if self.levels else None
+        """The subdivision matrix (``LoopStencil``), or None at 0 levels."""
         self.triangles = self.stencil.triangles if self.stencil else np.ascontiguousarray(cloth.triangles, np.int32)
+        """Triangles (t_fine, 3) int32 into ``x``, counter-clockwise seen from the front; fixed for this surface."""
         m = self.stencil.vertex_count if self.stencil else n
         self.vertex_count = m
+        """Vertices m of the surface (the cloth's particles n at 0 levels)."""
         self.uv = subdivide(self.stencil, cloth.rest_uv) if self.stencil else cloth.rest_uv.astype(np.float64)
+        """Rest material coordinates (m, 2) float64 [m] (``Cloth.rest_uv``, subdivided); constant."""
         self.x = np.empty((m, 3))
+        """Vertex positions (m, 3) float64 [m], y up, written by ``update``."""
         self.normal = np.zeros((m, 3))
+        """Unit area-weighted vertex normals (m, 3) float64 towards the front, written by ``update``."""
         self.strain = np.zeros(m)
+        """Per-vertex mean structural strain (m,) [-], written by ``update(strain=True)``."""
         self.particle_strain = np.zeros(n)
         """Per-particle mean structural strain [-], (n,), filled by ``update(strain=True)``."""
         kinds = np.asarray(cloth.link_kind)[cloth.link_order] if cloth.link_i.size else np.zeros(0, np.int8)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from loom.components import Cloth
-from loom.engine import App
+from loom.engine import App, threads
 
 _NO_ROWS: list[tuple[int, Cloth]] = []
 _NO_CLOTHES: list[Cloth] = []
@@ -88,3 +88,12 @@ def forget_on_despawn(app: App, resource_type: type) -> None:
             resource.forget(entity)
     forget.__name__ = f"forget_{resource_type.__name__}"
     app.on_despawn(forget)
+
+
+def particles(app: App) -> int:
+    """The particles of the App's cloths: the work its parallel kernels would share (``loom.engine.threads.work``:
+    a scene under ``MIN_PARTICLES`` runs on one thread)."""
+    return sum(cloth.particle_count for _, cloth in cloth_index(app).source or ())
+
+
+threads.work_probes.append(particles)
