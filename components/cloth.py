@@ -42,10 +42,10 @@ STUCK = 3.0
 that static friction held this substep (its slip within Coulomb's cone): after the collisions the yarns hold it
 where friction put it against a pull up to the static friction its contact left unused (``Cloth.contact`` column 4)
 and slide it by the excess of a larger one; the next substep's solve slides it along the surface like any resting
-particle, and the stretch limit may slide it (a limit is hard, friction gives way). Without it the pass after the
-collisions slid resting particles along the surface with no friction at all: the drape's tablecloth, pulled by its
-skirt, crept across the table and fell off it in 5 s (issue 17); held against any pull (stops 33–35), a cloth
-stretched where friction held it stayed stretched and shook beside the drape game's ball at n = 128 (stop 36)."""
+particle, and the stretch limit may slide it (a limit is hard, friction gives way). Why: without it the pass after
+the collisions would slide resting particles along the surface with no friction at all (a tablecloth pulled by its
+skirt creeps off the table); held against any pull, a cloth stretched where friction holds it stays stretched and
+shakes (docs/models.md, "Creep on a table")."""
 
 
 @dataclass(eq=False)
@@ -171,8 +171,8 @@ class Cloth(Revisioned):
     Written by environment collision. XPBD's yarn solve and stretch limit let such a particle slide along the
     surface but not into it: right after the collisions, and in the next substep's solve for a collider at rest
     (a moving one may have left), so a yarn pulled over a table's rim is not pulled into the rim by the solve and
-    pushed back out by the contact (which left the links at the rim 2–3 % long every substep). After the collisions a yarn touching a two-way body is not solved again, and a squeezed-out particle
-    does not move."""
+    pushed back out by the contact (which left the links at the rim 2–3 % long every substep). After the collisions a
+    yarn touching a two-way body is not solved again, and a squeezed-out particle does not move."""
 
     # --- solver internals (XPBD multipliers, tethers, the guard's counter) ---------------------
     link_lambda: np.ndarray = field(init=False, repr=False)

@@ -90,11 +90,10 @@ class ClothMaterial(FrozenChecked):
 WOVEN_STRETCH_LIMIT = 0.02
 """The silk and leather presets' ``stretch_limit`` [-]: woven yarns lock at 1–3 % (the issue-17 brief's figure)."""
 COTTON_STRETCH_LIMIT = 0.012
-"""The cotton and denim presets' ``stretch_limit`` [-] (cotton yarns, the low end of woven cloth's 1–3 %). 2 % until
-stop 38, when a 128² tablecloth rested with a few links at 2 % where friction holds both their ends (docs/models.md,
-"What holds the 128² rim"); at 1.2 % they rest at 1.2 % for the same cost. Silk keeps 2 %: the cape game's silk cape
-at 1.2 % was pressed into the hero, a two-way body the limit may push into, for up to five frames running
-(docs/performance.md, "Stop 38")."""
+"""The cotton and denim presets' ``stretch_limit`` [-] (cotton yarns, the low end of woven cloth's 1–3 %). Links
+whose two ends friction holds rest at the limit (docs/models.md, "What holds the 128² rim"), so a tight limit keeps a
+resting tablecloth tight, for the same cost as 2 %. Silk keeps 2 %: a silk cape at 1.2 % is pressed into its hero, a
+two-way body the limit may push into (docs/performance.md, "Stop 38")."""
 
 PRESETS: dict[str, ClothMaterial] = {
     "cotton": ClothMaterial(shear_compliance=1.0, stretch_limit=COTTON_STRETCH_LIMIT),

@@ -88,7 +88,8 @@ class MassSpringSettings(FrozenChecked):
     average, at most 6.7; on the sheet benchmark's jittering 64² sheet 8.6, at most 14. A substep that
     reaches the bound (or whose anchors are farther apart than the limit allows) leaves springs over,
     counted in ``SpringState.limit_unmet`` and logged to ``loom.limits``.
-    0: the limit off. (Before issue 17: a fixed count of passes, 10, which left 16.8 % at 32².)"""
+    0: the limit off. (A fixed count of passes leaves springs over the limit: module docstring of
+    ``loom.systems.shared.distance_limits``.)"""
 
     def __post_init__(self) -> None:
         o = "MassSpringSettings"

@@ -174,8 +174,8 @@ class App:
         """The measuring thread chooser while ``threads`` is "auto", else None."""
         self.step_threads = 1
         """The threads numba runs the current (or last) step's kernels on (1 before the first step): systems read
-        it to pick a serial or parallel kernel instead of asking numba (``numba.get_num_threads()`` costs about
-        2 µs, and the cape's systems asked some forty times a frame). Either kernel gives the same result."""
+        it to pick a serial or parallel kernel instead of asking numba (a call to ``numba.get_num_threads()``
+        per system and substep adds up). Either kernel gives the same result."""
         self.set_threads("auto" if threads is None else threads)
         if world not in esper.list_worlds():                 # make it now (list_worlds shows it), leave it not current
             previous = esper.current_world
@@ -441,8 +441,8 @@ class App:
         they hold (Loom's systems replace a component's arrays only between steps), the resources, the substep
         count, the run conditions — and reads the values inside arrays at each call: a SUBSTEP system of your own
         that assigns a new array or resource mid-step has the plans act on the old one until the next step. Loom's
-        XPBD substep systems return plans: the cape game's frame ran 12–17 % faster without their Python lookups at
-        every substep (docs/performance.md, "Stop 40"). Any other return value is ignored.
+        XPBD substep systems return plans, which skip their Python lookups at every substep after the first
+        (docs/performance.md, "Stop 40"). Any other return value is ignored.
         Raises ValueError for a duplicate name; unknown names and cycles raise when the stage
         next runs (so plugins may be added in any order)."""
         self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after, run_if=run_if,

@@ -1,8 +1,9 @@
 """Set-up kernels that run as Python on a cold launch: a small cloth is built without seconds of compiling.
 
 A few kernels run when a cloth is built or its anchors change (its yarns, its colours, its tethers), not every
-step. On a first launch numba compiles each of them on its first call, 1–1.6 s apiece on a 2-core VM: about 5 s
-of the cape's first frame. Their Python source builds the 600-particle cape in about 0.15 s. ``pick(kernel,
+step. On a first launch numba compiles each of them on its first call, seconds apiece and a large share
+of a small cloth's first frame, while their Python source builds a small cloth in a fraction of a second
+(docs/performance.md, "Moved from docstrings"). ``pick(kernel,
 size)`` returns the compiled kernel when it costs nothing to get (compiled in this process, or in numba's
 on-disk cache) or the problem is large (``size`` above ``PYTHON_MAX_SIZE``), else the kernel's Python twin,
 registered with ``python_twin``. The compile-ahead worker (``loom.engine.compile_ahead``) compiles these kernels
@@ -16,11 +17,9 @@ Small per-step kernels (the step guard's checks, the deformation limit's length 
 normals, Loop subdivision and vertex packing) have twins too, registered with ``per_step=True`` (a NumPy function
 where the source loops over links or triangles): they run only while the compile-ahead worker is running
 (``while_compiling``), which compiles them after the first frame's and the contacts' kernels; the next call after
-it saved one loads the compiled kernel. The cape's first frame on a 2-core VM: 12.5–13.7 s with the game
-compiling them (the guard's two checks alone 2.4 s) → 8.5–9.5 s. Without a worker (one core,
-``LOOM_COMPILE_AHEAD=0``) they compile on their first call as before: a twin called every substep for the whole
-game would cost milliseconds a frame.
-"""
+it saved one loads the compiled kernel, so a first launch's first frame does not wait for them. Without a worker (one
+core, ``LOOM_COMPILE_AHEAD=0``) they compile on their first call as before: a twin called every substep for the whole
+game would cost milliseconds a frame. """
 from __future__ import annotations
 
 import os
@@ -48,7 +47,7 @@ def python_twin(kernel: Any, *callees: Any, per_step: bool = False, twin: Callab
     ``callees`` (dispatchers it calls) replaced by their own twins, registered before it; ``per_step``: a kernel
     called every step, whose twin runs only while another process compiles it (``while_compiling``); ``twin``: a
     NumPy function with the kernel's arguments and results, used instead of the source (a loop over thousands of
-    links every substep is too slow as Python: the cape's length check 10 ms a call, 0.1 ms in NumPy). Returns
+    links every substep is too slow as Python; NumPy's array operations are not). Returns
     ``kernel``. Raises TypeError for something that is not a numba dispatcher or a callee that is not
     registered."""
     py_func = getattr(kernel, "py_func", None)

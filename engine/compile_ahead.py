@@ -1,20 +1,19 @@
 """Compile ahead on the other core: a first launch compiles its kernels in two processes, not one.
 
 A game's first launch on an empty numba cache compiles every kernel on its first call, one after another in the
-game's own process: about 20 s of the cape's first frame on a 2-core VM, and as much again when its first
-contacts arrive. The kernels a game compiles are the same every launch, so they can be listed once: a *kernel
-list* (``record``) holds, for each numba function of Loom the game compiled, its module, name and argument types,
-split into those of the first frame (the build, the first step and the first drawing) and those of the next 60
-frames (contacts, the coupling). ``start(path)`` launches a second process that compiles the list into numba's
-on-disk cache, in the order that meets the game's own compiling halfway: the first
-frame's kernels from the last to the first (the game compiles from the first), then the later ones from the last,
-then the kernels the game runs as NumPy or Python on a cold launch (``loom.engine.cold_kernels``: the per-step
-ones, which it runs so only while the worker is at work, then the set-up ones). The game loads
-each kernel the worker compiled before it needed it instead of compiling it (numba looks in its cache first);
-nothing else is shared, so a stale or missing list only costs time. The two processes mark the kernel each is
-compiling (a file per kernel in a temporary folder, gone once numba saved it): the game, missing a kernel the
-worker is compiling, waits for it and loads it (``kernel_cache.miss_hooks``) instead of compiling it a second time;
-the worker leaves a kernel the game is compiling for later.
+game's own process: tens of seconds of a small game's first frame, and as much again when its first contacts
+arrive (docs/performance.md, "Moved from docstrings"). The kernels a game compiles are the same every launch, so they
+can be listed once: a *kernel list* (``record``) holds, for each numba function of Loom the game compiled, its module,
+name and argument types, split into those of the first frame (the build, the first step and the first drawing) and those
+of the next 60 frames (contacts, the coupling). ``start(path)`` launches a second process that compiles the list into
+numba's on-disk cache, in the order that meets the game's own compiling halfway: the first frame's kernels from the last
+to the first (the game compiles from the first), then the later ones from the last, then the kernels the game runs as
+NumPy or Python on a cold launch (``loom.engine.cold_kernels``: the per-step ones, which it runs so only while the
+worker is at work, then the set-up ones). The game loads each kernel the worker compiled before it needed it instead of
+compiling it (numba looks in its cache first); nothing else is shared, so a stale or missing list only costs time. The
+two processes mark the kernel each is compiling (a file per kernel in a temporary folder, gone once numba saved it): the
+game, missing a kernel the worker is compiling, waits for it and loads it (``kernel_cache.miss_hooks``) instead of
+compiling it a second time; the worker leaves a kernel the game is compiling for later.
 
 ``start`` does nothing when every listed kernel is already in the cache (a warm launch pays two stat calls per
 kernel), on a one-core machine, or with ``LOOM_COMPILE_AHEAD=0``; the worker exits with the game. The games pass
@@ -185,19 +184,18 @@ def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tup
                  per_step: set[tuple[str, str]] = frozenset()) -> list[Entry]:
     """The worker's order (module docstring): the first frame's kernels from the last to the first, then the later
     ones from the last call to the first, then the per-step kernels the game runs as NumPy or Python meanwhile
-    (``(module, qualname)`` in ``per_step``), the set-up kernels (in ``set_up``) at the end. The per-step twins cost
-    the cape about 4 ms a frame; the contact tree the game meets in its next frames stalls it until compiled
-    (measured, the cape's first 60 frames from an empty cache: 50.1–50.7 s with the per-step kernels first,
-    41.7–43.8 s after the contact tree).
+    (``(module, qualname)`` in ``per_step``), the set-up kernels (in ``set_up``) at the end: a per-step twin costs
+    the game a few milliseconds a frame, while the contact tree the game meets in its next frames stalls it until
+    compiled, so the contact tree comes first.
 
     A list holds each call tree in the order numba finished compiling it (callees first, ``depth`` telling which
-    kernel called which). For the later kernels (the contacts: one call tree of 14 kernels, 20 s of compiling)
+    kernel called which). For the later kernels (the contacts: one call tree of 14 kernels)
     the worker takes the trees and each one's callees from the last, but still a callee before its caller: each
     kernel it finishes is in the cache on its own, so the game, compiling the same tree from its first callee on,
-    never waits for the whole tree, only for the kernel under way (taken caller first, the game waited 25 s for the
+    never waits for the whole tree, only for the kernel under way (taken caller first, the game would wait for the
     worker's whole contact tree). The first frame's are taken plainly last to first: its trees are small, and
-    its largest kernels (the solver's) come early to the worker that way (measured: the cape's first frame
-    11.4–13.0 s that way, 13.9–14.5 s mirrored, 12.5–12.8 s longest first)."""
+    its largest kernels (the solver's) come early to the worker that way (faster than mirrored or longest first:
+    docs/performance.md, "Moved from docstrings")."""
     order = list(reversed(first)) + [e for e in _mirrored(later) if e not in first]
     twins = set_up | per_step
     return ([e for e in order if (e.module, e.qualname) not in twins]

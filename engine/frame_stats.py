@@ -1,7 +1,7 @@
 """What a HUD shows: frames per second and simulation ms per step over the last second of wall time.
 
 ``App.report()``'s ``sim_ms_per_frame`` is the mean since the start, so it carries the first step's kernel
-compile or cache load for the whole run (a HUD read "sim 2939 ms/frame" at 59.6 FPS). ``FrameStats`` keeps
+compile or cache load for the whole run (seconds of compiling averaged into every frame). ``FrameStats`` keeps
 only the last ``RECENT_SECONDS``: each rendered frame (``App.update``) and each fixed step with its duration;
 the App's first step (which loads the kernels from the cache or compiles them) and any step during which
 numba compiled something (``compile_progress.compiles``) are never counted.

@@ -2,14 +2,14 @@
 
 A scene's first step loads (or compiles) its kernels, but not all of them: the first contact with a pymunk body
 (frame 1 in a game whose bodies are synced after a step), the deformation limit's first overstretch (frame 5 of
-the cape) and a thread trial's parallel kernels each load theirs when they first happen, 10 ms to 1.6 s inside
-the game's frame on a warm cache, seconds of compiling on a cold one. Which kernels those are is only known by
-running the scene, so it is recorded: after an App's first step, every Loom kernel signature loaded from numba's
-cache or compiled is appended to the scene's *later list*, a small file in numba's cache folder
-(``NUMBA_CACHE_DIR``, else ``engine/__pycache__``) named after the scene (the program and the App's systems).
-At the next launch, the App's first step (``prepare``) loads every kernel of that list first: the first frame
-pays for them and the frames after it load nothing. An empty cache has no list (it lives with the cache), a
-stale entry is skipped, and at most ``MAX_ENTRIES`` are kept (the newest).
+the cape) and a thread trial's parallel kernels each load theirs when they first happen, inside the
+game's frame: a visible stall on a warm cache, seconds of compiling on a cold one. Which kernels those are is only known
+by running the scene, so it is recorded: after an App's first step, every Loom kernel signature loaded from numba's
+cache or compiled is appended to the scene's *later list*, a small file in numba's cache folder (``NUMBA_CACHE_DIR``,
+else ``engine/__pycache__``) named after the scene (the program and the App's systems). At the next launch, the App's
+first step (``prepare``) loads every kernel of that list first: the first frame pays for them and the frames after it
+load nothing. An empty cache has no list (it lives with the cache), a stale entry is skipped, and at most
+``MAX_ENTRIES`` are kept (the newest).
 
 ``LOOM_LATER_KERNELS=0`` turns recording and loading off.
 """

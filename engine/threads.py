@@ -5,9 +5,8 @@ GNU OpenMP (libgomp). Left to itself, libgomp keeps each worker thread spinning 
 after every parallel loop, waiting for the next. On an idle machine that saves a wake-up; on a player's
 machine where another process keeps the other core busy, the spinning worker and that process take
 turns with the thread that has the real work, and a frame can cost many times what it costs on one
-thread (issue 16: a cape 62.8 against 2.25 ms, a 64×64 drape 237 against 3.1 ms, two processes
-spinning). With ``OMP_WAIT_POLICY=passive`` a worker sleeps as soon as its loop ends, and every loop
-then waits for it to wake: two threads lost to one on large cloths even on an idle machine.
+thread (docs/performance.md, "Threads"). With ``OMP_WAIT_POLICY=passive`` a worker sleeps as soon as its loop ends, and
+every loop then waits for it to wake: two threads lost to one on large cloths even on an idle machine.
 
 The policy, applied when ``loom.engine`` is first imported (before numba starts its threads):
 
@@ -17,14 +16,13 @@ The policy, applied when ``loom.engine`` is first imported (before numba starts 
   imported, it cannot apply (``describe()`` says which is in effect).
 - The thread count is measured, not assumed (``App(threads="auto")``, the default): an App's steps run
   on one thread, and now and then a few steps try every core (``ThreadTuner``); the faster by median
-  wins until the next trial. Passive waiting alone still left two threads 3.5× slower than one on an
-  idle 2-core VM for a 64×64 drape (each parallel loop waits for a sleeping vCPU to wake), while the same
-  threads paid off on other days and machines: only measuring on the player's machine, as the game runs,
-  tells. ``App(threads=N)`` / ``app.set_threads(N)`` / a game's ``--threads N`` fix the count instead.
+  wins until the next trial. Whether a second thread pays depends on the machine and what else runs on it
+  (each parallel loop may wait for a sleeping vCPU to wake): only timing on the player's machine, as the game
+  runs, tells. ``App(threads=N)`` / ``app.set_threads(N)`` / a game's ``--threads N`` fix the count instead.
   Small scenes stay on one thread whatever the count (``MIN_PARTICLES``): fewer particles in all than that, an
   App's steps run its serial kernels and numba's thread count is left alone, so neither a trial nor a fixed
-  ``threads=2`` costs a small scene anything (two small cloths batched a cloth per thread cost 7.6 against
-  0.6 ms a step with the other core busy). Above it each kernel's dispatcher still goes parallel only above its
+  ``threads=2`` costs a small scene anything (threads cost small cloths more than they save when the other core
+  is busy: docs/performance.md, "Threads"). Above it each kernel's dispatcher still goes parallel only above its
   own work size (constraints from 20,000 links, collision from 2,000 particles, batches from two cloths).
 - A trial never stalls the game: it starts only when the machine had a core free since the tuner last looked
   (``idle_cores``, from /proc/stat), never in a launch whose first step compiled (a cold cache: its parallel
@@ -44,16 +42,12 @@ SPIN_COUNT = "10000"
 when the environment names no policy. libgomp's own default is 300,000, and it spins only 1,000 when it has more
 threads than CPUs.
 
-Why not sleep at once (``OMP_WAIT_POLICY=passive``, Loom's setting until stop 35): every parallel loop then
-waits for a sleeping worker to wake, and the solver runs one loop per colour (12 a sweep on a grid, 2 for the
-yarns), so two threads lost to one on large cloths even on an idle machine, and the thread tuner never chose them.
-Measured on a 2-core Xeon VM (``python -m loom.benchmarks threads``, ms a step, median; one / two threads / auto):
-the drape game's 64² scene idle 9.3 / 18.0 / 9.3 passive, 9.4 / 6.9 / 6.8 spinning 10,000 (3,000: 7.7 on two
-threads; 1,000: 9.6); the 128² sphere drape on two threads 51 → 31 ms a step. What it costs: a fixed two threads
-(``App(threads=2)``) with one other process spinning, 10.1 ms passive, 42.5 ms spinning 10,000, 22.0 ms spinning
-3,000 (one thread 9.3): there the worker's spin takes the core the step needs. The default, ``threads="auto"``,
-measures and stays on one thread then (9.2 ms; with both cores busy 14.9 against 17.0 passive, one thread 17.1),
-so a player's default is never slower than one thread, and faster where a second core is free."""
+Why not sleep at once (``OMP_WAIT_POLICY=passive``): every parallel loop then waits for a sleeping worker to
+wake, and the solver runs one loop per colour (12 a sweep on a grid, 2 for the yarns), so two threads lose to one
+on large cloths even on an idle machine, and the thread tuner never chooses them. What a short spin costs: with a
+fixed two threads (``App(threads=2)``) and another process busy, the worker's spin takes the core the step needs.
+The default, ``threads="auto"``, times that and stays on one thread then, so a player's default is never slower
+than one thread, and faster where a second core is free (docs/performance.md, "Threads")."""
 
 USER_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 """Environment variables that mean the user chose how OpenMP threads wait: Loom then sets nothing."""
@@ -84,10 +78,9 @@ TRIAL_ABORT = 1.5
 step, never the eight)."""
 MIN_PARTICLES = 2000
 """Fewest particles, all the App's cloths together, for which its steps use more than one thread (trials, or a
-fixed count). Measured (docs/performance.md, "Threads", 2-core VM, one / two threads): the cape (600) 1.06 /
-1.04 ms and the flag (990) 0.94 / 0.93 idle, a wash, and with the other core busy a cape and a flag batched a
-cloth per thread 7.6 against 0.6 ms; the 64² drape (4,096) 9.3 / 6.6 and 100 flags (25,600) 20.1 / 12.8 idle,
-a gain. 2,000 is also where the contact kernels' own dispatcher goes parallel."""
+fixed count). Serial below it: on small cloths (the cape, 600; the flag, 990) threads cost more than they save,
+and much more with the other core busy; large ones (a 64² drape, 100 flags) gain (docs/performance.md, "Threads").
+2,000 is also where the contact kernels' own dispatcher goes parallel."""
 FREE_CORE = 0.5
 """A trial starts only when the machine's cores were idle this much in all (a core's fraction, summed) over the
 steps since the tuner last looked (``idle_cores``): room for the second thread now, not an average of the last

@@ -32,8 +32,8 @@ DT = 1 / 60
 """[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
 SUBSTEPS = 7
 """Substeps per step: 7 keeps the cape within 2 % worst and 0.4 % p99 stretch over the scripted run and its frame
-under 1 ms (``python -m loom.benchmarks scenes --scene cape``); 8, the game's step until stop 36, stretched the
-same (0.47 % p99) for 1.1 ms (docs/performance.md, "Measured")."""
+under 1 ms (``python -m loom.benchmarks scenes --scene cape``); 8 stretch it no less and cost more
+(docs/performance.md, "Measured")."""
 HERO_SIZE = (0.4, 0.8)        # [m] width, height
 HERO_DEPTH = 0.4              # [m] extent along z of the hero's collider
 CAPE_SIZE = (0.5, 0.6)        # [m] width, length: ends 0.1 m above the ground

@@ -54,9 +54,9 @@ def build_scene(app: App, n: int = 64, model: str = "xpbd", yarns: bool = True) 
     """Spawn floor, round table, a ball on it and an n×n tablecloth 0.35 m above; return the cloth.
 
     ``yarns``: the tablecloth's ``Cloth.yarns`` (with cotton's stretch limit, 1.2 %). On: at n = 48 the tablecloth
-    drapes at 1.9 % worst and 0.36 % p99 stretch at rest (with the 2 % limit it had until stop 38) and stays on the
-    table (0.05 cm in 200 s), 14 ms a step on one thread. Off: Loom's older cloth (plain sweeps, two per substep, no
-    stretch limit), 10.6 ms a step but 10.8 % worst and 6.9 % p99 stretch at rest (docs/models.md, "Creep on a table"; ``python -m loom.benchmarks creep``)."""
+    drapes within the stretch limit at rest and stays on the table. Off: Loom's older cloth (plain sweeps, two per
+    substep, no stretch limit), cheaper a step but stretched several per cent at rest (docs/models.md, "Creep on a
+    table"; ``python -m loom.benchmarks creep``; numbers in docs/performance.md, "Moved from docstrings")."""
     app.spawn(Collider(Plane(), friction=0.6), Transform())
     table_top = Transform(position=(0.0, TABLE_HEIGHT - 0.015, 0.0))
     app.spawn(Collider(Cylinder(TABLE_RADIUS, 0.015), friction=0.6), table_top)   # a 3 cm thick round top

@@ -64,10 +64,9 @@ class Sail:
 FLAG_SHEAR = 0.3
 """The flag's Provot limit [-] (``ClothMaterial.strain_limit``: its stretch and shear links at most 30 % long; the
 denim's stretch limit, 1.2 %, holds its stretch links tighter): where woven cloth's yarns lock in shear, so the
-whipping fly's cells do not collapse. It was 0.1 until stop 36, from before the stretch limit: in the gusts the shear
-links kept reaching 10 % and the limit's corrections along them stretched the yarns to the stretch limit, then 2 %
-(stretch p99 1.7 %, the limit 17 % of the frame); at 0.3 shear links reach 17 % p99 and the stretch p99 is 1.0 %,
-the frame 13 % cheaper (docs/performance.md, "Measured")."""
+whipping fly's cells do not collapse. Not tighter: with shear links limited near 10 %, the gusts keep them at the
+limit and its corrections along them stretch the yarns to the stretch limit, at more cost; at 0.3 the shear links
+reach 17 % p99 and the stretch stays lower, the frame cheaper (docs/performance.md, "Measured")."""
 
 
 def build_scene(app: App, sail: bool = False) -> tuple[Cloth, Cloth | None]:

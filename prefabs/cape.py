@@ -36,8 +36,8 @@ from loom.systems import ClothSet
 from loom.systems.coupling import body_units
 
 CAPE_RESOLUTION = (9, 12)
-"""Default particles across × down (108): measured 0.42–0.51 ms per step (median; hero running and turning,
-6 substeps, 1 or 2 threads, idle or with the other core busy) on a 2-core VM."""
+"""Default particles across × down (108): few enough for a fraction of a millisecond per step
+(docs/performance.md, "Moved from docstrings")."""
 CAPE_STYLE = ClothStyle(front_color=(0.78, 0.09, 0.12), back_color=(0.5, 0.05, 0.1), texture=None, subdivision=1)
 """Default look: deep red, darker inside, no texture, one Loop subdivision level (smooth outline)."""
 CAPE_DAMPING = 1.5

@@ -99,8 +99,8 @@ nothing, as the whole step (tests/test_allocations.py). One figure is posed at a
 def _pose_parts(yaw, lean, angles, position, joints, offsets, centres, rotations):
     """Every part's centre [m] and rotation for a body at ``position`` facing ``yaw`` [rad] (about +y) and leaning
     ``lean`` [rad] (about its z): body = turn(yaw)·lean; a part swung by ``angles[k]`` about the body's z at its
-    joint has rotation body·swing and centre position + body·(joint + swing·offset). One call for the whole figure:
-    the same products as about fifteen NumPy calls took ``pose_figure`` 28.8 µs a call, now 14.8 (stop 38)."""
+    joint has rotation body·swing and centre position + body·(joint + swing·offset). One call for the whole figure,
+    about half the cost of the same products as NumPy calls (docs/performance.md, "Moved from docstrings")."""
     cy, sy = math.cos(yaw), math.sin(yaw)
     cl, sl = math.cos(lean), math.sin(lean)
     # turn = [[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]], lean = [[cl, -sl, 0], [sl, cl, 0], [0, 0, 1]]
@@ -127,7 +127,8 @@ def pose_figure(app: App, figure: Figure, position: np.ndarray, yaw: float, spee
     (its size), in the air or not, ``dt`` [s] after the last pose. Writes the parts' Transforms in place.
 
     It runs every step: the parts' rotations and positions are computed together, one kernel call for the whole
-    figure (``_pose_parts``; one NumPy call per part per operation cost the cape game 0.3 ms a frame)."""
+    figure (``_pose_parts``; one NumPy call per part per operation would be a visible share of a small game's
+    frame)."""
     figure.time += dt
     run = min(abs(speed) / 3.0, 1.0)
     figure.phase += abs(speed) * dt * math.pi / STRIDE
@@ -156,7 +157,7 @@ def _transforms(app: App, figure: Figure) -> tuple[Transform | None, ...]:
     """The Transform of each part in ``_NAMES`` order (None: no such part, or it has none), kept in ``figure._found``
     while ``App.query(Transform)`` returns the same list (no component added or removed anywhere since) and the parts
     are the same entities: a part's Transform replaced during a step is posed from the step after, when the
-    replacement is applied. Eleven ``App.try_get`` a step cost 2 of ``pose_figure``'s 10.6 µs (one thread, a loop)."""
+    replacement is applied. Kept, not looked up: eleven ``App.try_get`` a step are a fifth of ``pose_figure``'s cost."""
     source = app.query(Transform)
     entities = tuple(map(figure.parts.get, _NAMES))
     found = figure._found

@@ -25,8 +25,8 @@ from loom.prefabs import _shared, _units
 FLAG_SIZE = (1.0, 0.6)
 """Default width × height [m] (100 × 60 px at 100 px/m)."""
 FLAG_RESOLUTION = (16, 10)
-"""Default particles along × down (160): measured 0.46–0.60 ms per step (median; in a gusty wind zone,
-6 substeps, 1 or 2 threads, idle or with the other core busy) on a 2-core VM."""
+"""Default particles along × down (160): few enough for a fraction of a millisecond per step
+(docs/performance.md, "Moved from docstrings")."""
 FLAG_STYLE = ClothStyle(front_color=(0.95, 0.78, 0.18), back_color=(0.85, 0.66, 0.12), texture=None, subdivision=1)
 """Default look: golden yellow both sides (a touch darker behind), no texture, one Loop subdivision level."""
 RIPPLE = 0.03

@@ -80,24 +80,17 @@ right after the collisions (``settle_yarns``), when the surface is still where i
 CONTACT_SKIN = 0.01
 """A particle within (1 + this) × the contact reach of a round collider at rest (sphere, cylinder, capsule), or of a box
 at rest while no two-way body is near the cloth, touches it [-]: it gets the surface's normal and friction, though only
-one inside the reach is pushed out. A particle resting on a curved surface (a round table's rim) that the solve slid
-along it sits a hair beyond the reach (a tangent step leaves a convex surface), and counted free it was pulled into the
-surface by the pass after the collisions and pushed out again by the next substep's: the rim of a tablecloth chattered
-and pumped it across the table (docs/models.md, "Creep on a table"; the drape game's table without the ball, n = 48, no
-self-collision, at 15 s: fastest particle 0.77 m/s, 428 of 2,304 over 0.1 m/s; with the skin 0.12 m/s and 1). Boxes
-since stop 38, but not near a two-way body: the 2D games' hero and floor are boxes, and with the skin on every box cape
-particles stayed inside the hero for four frames (tests/test_pinching.py); a tablecloth on a box table walked 5.8 mm in
-15 s without it and 0.04 mm with it (tests/test_yarns.py). Not for a moving collider or a two-way body, whose yarns are
-left alone after the collisions (with the skin more of the cape's yarns were left pressed into the running hero,
-tests/test_games.py)."""
+one inside the reach is pushed out. Why: a particle the solve slides along a convex surface at rest (a round table's
+rim) ends a hair beyond the reach, and counted free it would be pulled into the surface by the pass after the
+collisions and pushed out by the next substep's, so the rim chatters and the cloth creeps (docs/models.md, "Creep on a
+table"). Not near a two-way body or for a moving collider, whose yarns are left alone after the collisions: there the
+skin would keep particles pressed into the body (tests/test_pinching.py, tests/test_games.py). Measurements:
+docs/performance.md, "Moved from docstrings"."""
 PARALLEL_MIN_PARTICLES = 2_000
-"""Cloths with at least this many particles use the parallel contact kernel when numba has threads
-(measured on 2 threads, environment ms per step: 576-particle drape 0.28 → 0.20, 2,304 0.85 →
-0.52, the 600-particle cape 0.20 → 0.17; a 990-particle flag with no collider near 0.10 → 0.11).
-Not from 500: with another process busy on the other core, every parallel loop waits for a worker
-the OS may not run for milliseconds (issue 16: the cape 1.7 → 15 ms a frame on 2 threads, the flag
-1.8 → 3.7, two processes spinning, passive waiting), against 0.03 ms saved idle; below 2,000
-particles (the cape, the flag) a cloth now runs on one thread whatever the thread count."""
+"""Cloths with at least this many particles use the parallel contact kernel when numba has threads. Serial below
+2,000 particles (the cape, the flag): threads save little on small cloths when idle and, with another process busy
+on the other core, every parallel loop waits for a worker the OS may not run for milliseconds (docs/performance.md,
+"Threads")."""
 
 
 def gather_colliders(app: App, dt: float) -> None:
@@ -420,8 +413,8 @@ def _near_colliders(cloth, kind, margin, frames):
     """Indices of the colliders whose bounding ball and whose box (``Frames.extent``), each grown by the contact
     reach (with ``CONTACT_SKIN``) and the collider's motion this substep, touch the box around the free particles'
     substep paths; a plane when that box's corner deepest under it is within the reach (and its motion); a mesh
-    always. A cape among a level's platforms meets one or two of them: testing every particle against each measured
-    0.44 of the cape game's 1.3 ms frame. A flag beside its pole is inside the pole's bounding ball (a 3 m capsule's
+    always. A cape among a level's platforms meets one or two of them, so testing every particle against each
+    would cost most of its contact time. A flag beside its pole is inside the pole's bounding ball (a 3 m capsule's
     is 1.5 m round) but clear of its box. kind (k,): ``Shapes.kind``. Writes them to
     frames.near (k,) and returns the view of the ones written. cloth: ``Particles``; margin (k,) [m]."""
     x_prev, x, inv_mass = cloth.x_prev, cloth.x, cloth.inv_mass
@@ -650,7 +643,7 @@ def _sweep(shapes, c, sd, sx, sy, sz, lx, ly, lz, span, reach):
     local point and whether the path hit; sd (4,) ends as the signed distance and normal there.
 
     Its own kernel, not part of ``_collide_range``: it runs only for particles moving faster than the margin,
-    and out of line the contact kernel compiles in less time (issue 18: split the largest kernels)."""
+    and out of line the contact kernel compiles in less time (the largest kernels are split)."""
     kc, pa, pb, pc = shapes.kind[c], shapes.params[c, 0], shapes.params[c, 1], shapes.params[c, 2]
     basic = is_basic(kc)
     swept = False
@@ -926,7 +919,7 @@ def _collide(colliders, frames, near, inv_h, thickness, friction, mass, inv_mass
     Particles are independent, so they are split into CHUNKS fixed ranges, each summing its own
     impulses, added up in range order afterwards: the same result whether the ranges run in turn or
     on all threads. One source, compiled twice (below): ``_collide_parallel`` runs the ranges on all
-    threads (the n = 128 drape spent 13 ms of a 76 ms step here, serially), ``_collide_serial``, the
+    threads (a large cloth spends a good share of its step here), ``_collide_serial``, the
     same code without ``parallel``, runs them in turn, for small cloths, where thread start-up costs
     more than it saves (``PARALLEL_MIN_PARTICLES``)."""
     col, f = colliders.value, frames.value

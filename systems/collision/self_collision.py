@@ -38,8 +38,8 @@ result does not depend on thread count. Separations are summed, friction average
 particle's contacts: averaging the separations too (constraint averaging) left a falling 48×48
 heap with 12 pairs inside 0.9 × thickness, summing left none. Large cloths run the pass on all
 threads (the hash in bucket ranges, "lanes"); small ones stay on one, with the same result.
-Cost at n = 128 (16,384 particles, 2 threads, the drape): a pass over the list 0.25 ms, a build
-1.5 ms more; 0.8 ms per substep on average, against 1.15 ms for a hash built every substep.
+A pass over the list costs a fraction of a build, so a list kept over substeps is cheaper than a hash built every
+substep (docs/performance.md, "Moved from docstrings").
 Coarse meshes, whose particles are farther apart than the thickness, can use
 ``self_collision_mode="triangle"``: a point–triangle proximity pass keeps particles off the
 cloth's non-incident triangles as well.
@@ -79,13 +79,12 @@ falling with 0.5, 2 with 0.3."""
 SKIN = 1.0
 """Margin of the pair list, as a fraction of the thickest cloth's thickness: pairs closer than
 thickness + skin when the list is built are listed. A larger skin lists more pairs and makes a
-build dearer, a smaller one more escapees (drape n = 128, self-collision ms per step: 0.75 → 6.6,
-1.0 → 6.5–6.6, 1.5 → 8.1)."""
+build dearer, a smaller one more escapees; 1.0 is the cheapest of those tried (docs/performance.md,
+"Moved from docstrings")."""
 REBUILD_FRACTION = 0.075
 """The list is built again when more than this fraction of the particles escaped (drifted more
-than half the skin since the build): an escapee's search costs about 0.3 µs, a build 1.5 ms at
-n = 128 (drape, self-collision ms per step: 0.05 → 6.6, 0.075 → 6.5–6.6, 0.1 → 6.6–6.9,
-0.2 → 8.9)."""
+than half the skin since the build): an escapee's search is cheap and a build dear, and this fraction balances
+them (docs/performance.md, "Moved from docstrings")."""
 
 
 class SelfCollisionBuffers:
@@ -559,10 +558,10 @@ def _find_pairs(lo, hi, reach2, hash_, build, pairs, first, last):
     The cost is the scan of the candidates (23 per particle in the n = 128 drape, for 4.7 listed):
     a row of cells is consecutive buckets (HASH_X = 1), read as one range that holds almost only
     particles of its row (at 2 buckets per particle for cells of one thickness, half of the
-    scanned entries were other cells': 3.2 against 1.7 ms for a bare scan); the row test is one
+    scanned entries were other cells'); the row test is one
     compare of packed cell keys, positions are read from the bucket-ordered copy xs, and every
-    candidate is written with no branch, the slot advancing only for the listed (2.9 → 2.4 ms on
-    one thread: a close candidate is a coin toss for the branch predictor)."""
+    candidate is written with no branch, the slot advancing only for the listed (a close candidate is a coin
+    toss for the branch predictor; docs/performance.md, "Moved from docstrings")."""
     table, entries, keys, xs = hash_
     cell_of, built = build.cell_of, build.built
     size = table.shape[0] - 1
@@ -842,8 +841,8 @@ def _pass(x, x_prev, inv_mass, buffers, thickest, skin, fraction, rebuild_at, fo
     rebuild), 2 if the contact slots did (grow them). Chunks and lanes are spread over the threads,
     each writing only its own particles, buckets and slots (the escapees' table is built on one), so
     the list and the contacts are the same on any thread count. Even a 16×16 cloth runs it on the
-    threads: a one-thread twin (plain ``range``) measured about 2 µs faster per pass on one thread,
-    and 25–40 % slower on two for 2,304–4,096 particles."""
+    threads: a one-thread twin (plain ``range``) would gain next to nothing on one thread and lose on two
+    (docs/performance.md, "Moved from docstrings")."""
     b = buffers.value
     # built here by their classes: numba's parfors take a named tuple into a prange body only then
     particles = Particles(x, x_prev, inv_mass, b.rest, b.cloth, b.thickness, b.friction)

@@ -21,8 +21,7 @@ from numba.typed import List
 BATCH_MIN_CLOTHS = 12
 """Fewest cloths a light kernel (integration, pins, checks) batches on one thread. A batched call costs
 about 3.8 µs more to set up (the typed lists) and saves about 0.25 µs of dispatch per cloth, so it
-pays from a dozen cloths on (``_predict`` of 500 particles per cloth, batch against a loop of direct
-calls: 2 cloths 6.8 against 5.1 µs, 8: 15.4 against 14.2, 16: 27.6 against 29.2). On threads, the
+pays from about a dozen cloths on (docs/performance.md, "Moved from docstrings"). On threads, the
 batch also spreads the cloths over them."""
 
 
@@ -30,7 +29,7 @@ def batchable(clothes: Sequence[Any], *, heavy: bool = False, threads: int | Non
     """Whether a system should batch ``clothes``: all with float64 state (a typed list holds one array
     type; a world with float32 cloths runs them one call each) and enough of them — BATCH_MIN_CLOTHS,
     or for a ``heavy`` kernel (the constraint solve, wind) two as soon as there are threads to share
-    them (the flag game's flag and sail: 1.7 → 1.2 ms of constraints on 2 threads). ``threads``: the step's
+    them (two heavy cloths already gain from a cloth per thread). ``threads``: the step's
     thread count (``App.step_threads``; None: ask numba)."""
     minimum = 2 if heavy and (numba.get_num_threads() if threads is None else threads) > 1 else BATCH_MIN_CLOTHS
     return len(clothes) >= minimum and all(c.precision == "float64" for c in clothes)

@@ -234,7 +234,7 @@ class DeformationLimit:
         A call in which no link is over its bound ends after one length check per link (``_count_over``): what the
         rest would do then (within their bounds, the links keep every particle within its path of bounds from each
         anchor and no two anchors too far apart), and a first launch compiles the limit's kernels only once a link
-        needs them (the cape's first frame: 5 s of compiling less on a 2-core VM). New anchors are found either way,
+        needs them (a first frame with no overstretch compiles none of them). New anchors are found either way,
         so a steady frame allocates nothing (``_find_reach`` does, when pins come or go)."""
         c = self.link_i.shape[0]
         self.passes, self.over, self.excess, self.stretch = 0.0, 0, 0.0, 1.0
@@ -355,10 +355,9 @@ class LimitBatch:
     """Resource: the limits of many cloths run by one kernel call a substep (``apply_all``), a cloth per thread.
 
     ``DeformationLimit.apply`` costs a Python call and two or three kernel dispatches per cloth per substep, and runs
-    the cloths one after another on one thread. Batched, the limit spreads the cloths over the threads and the 100
-    flags of ``python -m loom.benchmarks scenes --scene flags100`` ran 82–93 → 70–77 ms a frame on one thread (the
-    limit's own system time hardly moved, 10–12 → 10–11 ms: its passes, not the calls, are its cost; the rest of
-    the gain is in the solve and the yarns, not explained yet: docs/performance.md). The batch holds typed lists of
+    the cloths one after another on one thread. Batched, the limit spreads the cloths over the threads and saves the
+    per-cloth calls, which matters with many small cloths (``python -m loom.benchmarks scenes --scene flags100``;
+    docs/performance.md, "Moved from docstrings"). The batch holds typed lists of
     the limits' held tables and the cloths' arrays (systems/shared/batch.py), rebuilt when any of them is replaced.
     Saved empty by snapshots."""
 

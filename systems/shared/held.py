@@ -3,10 +3,9 @@
 Kernels group their arrays in ``typing.NamedTuple``s (a reader sees ``colliders.margin``, not the
 25th argument). Passed from Python as they are, numba would type such a tuple field by field on every
 call; held in a structref (``hold``, once whenever the arrays change) it is one pointer, and its arrays
-are not unboxed either (no NRT wrapper per array). A kernel reads ``held.value``. Measured, a trivial
-kernel over 16 float64 arrays, one process, alternating (2-core EPYC VM): 0.8–1.2 µs a call held, the
-same as a structref with 16 fields of its own; 1.4–1.8 µs as 16 arguments; 3.0–4.1 µs as a NamedTuple;
-one array argument alone costs 0.2–0.3 µs. It is the one way loom packs a kernel's arguments.
+are not unboxed either (no NRT wrapper per array). A kernel reads ``held.value``. A held call costs about
+what a structref with fields of its own costs, less than the arrays as separate arguments and much less than a
+NamedTuple (docs/performance.md, "Moved from docstrings"). It is the one way loom packs a kernel's arguments.
 
 Inside a ``parallel=True`` kernel, pass the held struct itself into ``prange`` bodies: numba's parfors
 accept a structref there, but not a namedtuple that is nested or was read from a struct.

@@ -3,7 +3,8 @@
 The App runs a SUBSTEP system at each step's first substep; a system that returns a callable ``plan(app, h)`` is
 replaced by it for the step's other substeps. Loom's XPBD systems return plans that call the kernels they found at
 the first substep with the arrays they found there: the lookups in between (the model index, resources, batches,
-held tables) cost the cape game's frame 12–17 % at each of its 7 substeps (docs/performance.md, "Stop 40").
+held tables) would otherwise run at every substep, a large share of a small cloth's frame (docs/performance.md,
+"Stop 40").
 A plan relies on what a step leaves as it is: the entities and their components (added and removed at the step's
 end), the arrays they hold (Loom replaces a cloth's arrays between steps: a tear's re-mesh, a snapshot load), the
 resources and the materials; what it reads from arrays (positions, pin targets, gravity's vector) it reads at each

@@ -123,7 +123,7 @@ def sdf(shapes, c, lx, ly, lz, out):
 
     A per-particle loop over basic shapes calls ``basic_sdf`` on scalars it read once, and this only for
     prisms and meshes: any call that takes arrays, inlined or not, costs numba's reference counting of
-    each array (measured, a sphere: 140–200 ns an evaluation through this, 9 ns through basic_sdf)."""
+    each array, many times the cost of the distance itself (docs/performance.md, "Moved from docstrings")."""
     k = shapes.kind[c]
     if is_basic(k):
         out[0], out[1], out[2], out[3] = basic_sdf(k, shapes.params[c, 0], shapes.params[c, 1], shapes.params[c, 2],

@@ -446,9 +446,8 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     cost 14 % of the n = 128 step, once per substep let max strain rise from 0.16 % to 0.9 %,
     every second sweep keeps 0.16 %.
 
-    The link projection is written out in the loop, not called: numba's IR inlining of a helper
-    measured 17–23 ns per projection and an LLVM-inlined call 9–41 ns depending on its size, against
-    9 ns written out (n = 128 sheet, AMD EPYC).
+    The link projection is written out in the loop, not called: neither numba's IR inlining of a helper nor an
+    LLVM-inlined call is reliably as fast as the loop written out (docs/performance.md, "Moved from docstrings").
 
     Particle, link and tether indices are made unsigned (``np.uint64``) before they index: numba tests a
     signed index for wraparound (negative counts from the end) at every access (the link tables by k, the
@@ -456,13 +455,8 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     unsigned, the loop is plain loads and stores. ``error_model="numpy"`` (here, on the two wrappers and
     ``_project_bend``) drops the ZeroDivisionError test before each division; every divisor is tested
     positive first, so nothing else changes, and results are bit-identical (same operations, same order).
-    Measured on the sheet of ``python -m loom.benchmarks sheet`` (--substeps 4 --iters 10, n = 64 and 128,
-    one thread, float64, 2-core Xeon VM, one process, alternating, minima of 41): 9.8–10.0 → 7.3–7.5 ns per
-    projection; the benchmark's plain reference kernel (benchmarks/plain_xpbd.py: structure of arrays,
-    signed indices, numba's defaults) 10.9–11.4 ns on the same state. Tried and not kept (nothing gained
-    beyond the unsigned indices): x as (n, 4) with the inverse mass in the fourth slot, x flat, α̃ = α/h²
-    precomputed per link, and chunks of 16–256 links gathered, projected with vector sqrt and divisions
-    (4 lanes) and scattered back (7.1–7.7 ns: the gathers and scatters cost what the vectors save).
+    Timings and the layouts compared: docs/performance.md, "Moved from docstrings" (``python -m loom.benchmarks
+    sheet``).
 
     One source for both kernels: inlined into ``_solve_serial`` its ``prange`` loops run as plain
     loops; into ``_solve_parallel`` (parallel=True) each colour's loop is split over the threads.
@@ -543,8 +537,8 @@ def _sweep_yarns(inv_h2, arrays, resting_only):
     ``resting_only``: only contacts with colliders at rest hold particles, as in a substep's solve), four yarns of a
     colour a call (``yarns.solve_yarn_group``: their dependent chains side by side); each colour's groups split over
     the threads where the caller is parallel. ``solve_yarn_group`` is called, not inlined: one compile serves
-    ``_solve_*`` and ``_yarns_*`` (inlined into both, a cold launch compiled it twice, 11 s more on a 2-core EPYC
-    VM), and a call per four yarns (tens of links) costs nothing measurable."""
+    ``_solve_*`` and ``_yarns_*`` (inlined into both, a cold launch would compile it twice), and a call per four
+    yarns (tens of links) costs next to nothing."""
     colors = arrays.yarn_color_offsets
     particles, links, offsets, scratch = arrays.yarn_particles, arrays.yarn_links, arrays.yarn_offsets, \
         arrays.yarn_scratch
@@ -604,7 +598,7 @@ def _solve_batch(inv_h2, iterations, bend_compliance, clothes):
     """``_solve_serial`` for each cloth of a batch (``clothes``, a typed list of held ``ConstraintArrays``;
     iterations, bend_compliance (k,) per cloth), the cloths spread over the threads. Cloths share
     nothing, so the result is the same on any thread count; on one thread the parallel launch costs
-    about 1 % over a plain loop (100 flags: 1.50 against 1.49 ms), so there is no serial twin."""
+    about 1 % over a plain loop, so there is no serial twin."""
     for k in prange(iterations.shape[0]):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
         _solve_serial(iterations[c], inv_h2, bend_compliance[c], clothes[c])

@@ -246,18 +246,15 @@ def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance
     rim every substep (2–3 % at rest, docs/models.md). Contact is one-sided: a particle the solve pulls away from
     the surface (c·g > 0) moves freely and its normal is cleared, so later solves of the substep leave it free (a
     sheet sliding off a ball; kept, the separation line could not move and the sheet stayed 2 % stretched there).
-    Tried in stop 34 and not kept: keeping the normal when the pass after the collisions pulls a particle off (so
-    the next substep's solve does not take it for free). It calmed a 24² tablecloth's rim (fastest particle 0.17 →
-    0.06 m/s) but a cloth over a thin square table, whose skirt tucks under the top, shook harder (p90 speed
-    0.11–0.15 m/s at 30–60 s, docs/models.md, "Creep on a table").
+    The normal is not kept when the pass after the collisions pulls a particle off: a cloth whose skirt tucks under
+    a thin table's top shakes harder with it kept (docs/models.md, "Creep on a table").
     "Into the surface" is measured from where the particle met it: a resting particle the sweeps before the yarns
     lifted (a bend link over a table's rim) moves down as far as its position at the substep's start (``x_prev``, on
     the surface), and only the rest of the pull is the surface's push. Held at the lifted height instead, it dropped
     out of contact, fell back in the next substep and was pushed out again: the rim chattered (a tablecloth's fastest
     particle at rest 0.28–0.29 → 0.09–0.1 m/s, tests/test_yarns.py). The height is read only in the branch of a
-    particle pressed into its surface: read for every particle (a select) it cost the sheet benchmark's
-    ``ratio_to_plain`` 5–10 % at n = 128 (1.13–1.24 before; 0.97–1.09 as a select, 1.06–1.17 in the branch, 0.95–1.04
-    as a pass over the particles after the yarns, which also calmed the rim half as much).
+    particle pressed into its surface: read for every particle (a select) it would slow the solve of every yarn
+    (docs/performance.md, "Moved from docstrings").
 
     A yarn that touches a two-way body (``Cloth.contact`` column 3 = −1: a pymunk ball on a bed) is solved in the
     substep's solve (free of the body: it may press particles into it, and the body's reaction is the contact's push
@@ -291,7 +288,7 @@ def solve_yarn_group(y0, count, particles, links, offsets, scratch, link_rest, l
     the bit, without reading ``contact`` at every entry. The cape game's cape touches nothing in every substep's
     solve and in four of five passes after the collisions, the flag game's flag never (docs/performance.md, "Stop
     39" and "Stop 40"). The cost: a first launch compiles ``_group``, ``_rows`` and ``_project_links`` twice; the
-    same branch on a runtime flag, compiled once, saved about half as much (stop 39)."""
+    same branch on a runtime flag, compiled once, saves less."""
     if touching:
         _group(y0, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
                resting_only, True, x, x_prev, link_lambda)
@@ -319,11 +316,10 @@ def _group(y0, count, particles, links, offsets, scratch, link_rest, link_compli
 
     Each yarn's elimination is a chain of divisions and its back substitution a chain through Δλ of the link after:
     each step waits for the one before, so one yarn leaves the core idle most of each step's latency. The four yarns'
-    eliminations run interleaved, four independent chains the core runs at once (two until stop 40: the cape's pass
-    after the collisions 18.6 → 14.9–15.4 µs, one thread, docs/performance.md), and their back substitutions two at
-    a time (four gained nothing more and cost a first launch 4.6 s of compiling). Each yarn's arithmetic is the same,
-    in the same order, as alone, and the yarns touch different particles, links and scratch rows, so the result is
-    bit for bit ``solve_yarn`` of each in turn (tests/test_yarns.py)."""
+    eliminations run interleaved, four independent chains the core runs at once (docs/performance.md, "Stop 40"),
+    and their back substitutions two at a time (four gain nothing more and cost a first launch more compiling).
+    Each yarn's arithmetic is the same, in the same order, as alone, and the yarns touch different particles, links
+    and scratch rows, so the result is bit for bit ``solve_yarn`` of each in turn (tests/test_yarns.py)."""
     one = np.uint64(1)
     a_first, a_last, a_on, a_stuck = _open(y0, 0, count, particles, links, offsets, scratch, link_rest,
                                            link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
@@ -629,14 +625,12 @@ def _normal(contact, p, resting_only, touching):
     ``resting_only`` a collider that was moving.
 
     Written as a select (the normal times 1 or 0), not an early return, and ``_mobility`` likewise: the early
-    returns, inlined into the line solve's loops, made it about twice as slow per yarn entry whether or not anything
-    touched (one thread, the same yarns alternating in one process: the 64² sheet at rest on a ball, 40 % of its
-    particles touching, 58 → 35 ns in the substep's solve and 60 → 47 ns after the collisions; the same sheet with
-    every contact cleared 63–90 → 34–36 ns). With nothing touching the branch always goes one way, so the cost was
-    the code the two returns make of the loop, not mispredictions. The same operations on the same values: the
-    drapes' strains and the sheet benchmark's bit-for-bit match with its plain kernel are unchanged (a normal zeroed
-    by the select may be −0 where the branch gave +0). Zero where nothing touches (``touching`` False, a constant
-    in ``_group``'s copy for a cloth touching nothing: no load, and the test folded away)."""
+    returns, inlined into the line solve's loops, make it about twice as slow per yarn entry whether or not anything
+    touches (docs/performance.md, "Moved from docstrings"). With nothing touching the branch always goes one way,
+    so the cost is the code the two returns make of the loop, not mispredictions. The same operations on the same
+    values: the drapes' strains and the sheet benchmark's bit-for-bit match with its plain kernel are unchanged (a
+    normal zeroed by the select may be −0 where the branch gave +0). Zero where nothing touches (``touching`` False, a
+    constant in ``_group``'s copy for a cloth touching nothing: no load, and the test folded away)."""
     if not touching:
         return 0.0, 0.0, 0.0
     on = 1.0 if contact[p, 3] > 0.0 or not resting_only else 0.0
