@@ -64,6 +64,11 @@ class Checked:
         """Unpickling and ``copy``: the fields restored as they were, read-only ones frozen again (pickle does not
         keep numpy's write flag), so a copied component's kernels see the same array types as the original's."""
         self.__dict__.update(state)
+        self._freeze_read_only()
+
+    def _freeze_read_only(self) -> None:
+        """Make the arrays of the read-only fields present in ``__dict__`` read-only in place (``freeze_in_place``:
+        the same objects, so references shared with them stay shared)."""
         for name, spec in self._fields.items():
             if spec.readonly and name in self.__dict__:
                 self.__dict__[name] = freeze_in_place(self.__dict__[name])
@@ -88,9 +93,7 @@ class Checked:
         fields' arrays are frozen in place first (with the arrays they view), so a decoded snapshot's shared
         references stay the same objects."""
         if id(self) not in _BUILDING:
-            for name, spec in self._fields.items():
-                if spec.readonly and name in self.__dict__:
-                    self.__dict__[name] = freeze_in_place(self.__dict__[name])
+            self._freeze_read_only()
         self.__dict__.update(self._checked(self.__dict__))
 
     def assign(self, **fields: Any) -> None:

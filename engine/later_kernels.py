@@ -35,10 +35,8 @@ these at a first step."""
 FOLDER = "loom-later-kernels"
 """Subfolder of numba's cache folder holding the later lists."""
 
-_recording: set[int] = set()             # ids of the Apps past their first step (a kernel loaded now is "later")
+_recording = False                       # an App is past its first step: a kernel loaded now is "later"
 _seen: list[Entry] = []                  # later signatures met in this process, in order
-_saved: dict[int, int] = {}              # App id → how many of ``_seen`` its list holds
-_prepared: set[int] = set()              # ids of the Apps whose first step loaded their list
 
 
 ENABLED = os.environ.get(ENV_VAR, "1").strip() != "0"
@@ -101,12 +99,22 @@ def read(path: Path) -> list[Entry]:
         return []
 
 
+class Record:
+    """One App's part in the later lists (held by ``loom.engine.step_boundary`` with the App's other per-step
+    state, so it goes with the App)."""
+
+    __slots__ = ("saved",)
+
+    def __init__(self) -> None:
+        self.saved: int | None = None
+        """How many of the process's later signatures the App's scene list holds (None before its first step)."""
+
+
 def prepare(app: Any) -> int:
-    """Before ``app``'s first step: load every kernel of its scene's later list (module docstring) and start
-    recording what it loads later; returns the signatures loaded or compiled. Later calls do nothing."""
-    if id(app) in _prepared or not ENABLED:
+    """Before ``app``'s first step (``step_boundary`` calls it once per App): load every kernel of its scene's
+    later list (module docstring); returns the signatures loaded or compiled."""
+    if not ENABLED:
         return 0
-    _prepared.add(id(app))
     _install()
     entries = read(folder() / f"{scene_key(app)}.pickle")
     found: dict[tuple[str, str], Any] | None = None
@@ -127,16 +135,17 @@ def prepare(app: Any) -> int:
     return done
 
 
-def after_step(app: Any) -> None:
-    """After one of ``app``'s steps: from its first on, record the kernels loaded later; save its scene's list
-    when new ones were met (a file write only then)."""
-    if not ENABLED or _saved.get(id(app)) == len(_seen):
-        return                                       # (a dict read a step: nothing new since the last save)
-    _recording.add(id(app))
-    if id(app) not in _saved:
-        _saved[id(app)] = 0
+def after_step(app: Any, record: Record) -> None:
+    """After one of ``app``'s steps (``record``: its part): from its first on, record the kernels loaded later;
+    save its scene's list when new ones were met (a file write only then)."""
+    global _recording
+    if not ENABLED or record.saved == len(_seen):
+        return                                       # (one comparison a step: nothing new since the last save)
+    _recording = True
+    if record.saved is None:
+        record.saved = 0
         return
-    _saved[id(app)] = len(_seen)
+    record.saved = len(_seen)
     path = folder() / f"{scene_key(app)}.pickle"
     merged = [e for e in read(path) if e not in _seen] + _seen
     try:

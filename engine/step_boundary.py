@@ -25,12 +25,13 @@ SIZE_EVERY = 60
 
 
 class _State:
-    __slots__ = ("small", "next_look", "compiled_before")
+    __slots__ = ("small", "next_look", "compiled_before", "later")
 
     def __init__(self) -> None:
         self.small = True
         self.next_look = 0
         self.compiled_before = -1
+        self.later = later_kernels.Record()
 
 
 _states: weakref.WeakKeyDictionary[Any, _State] = weakref.WeakKeyDictionary()
@@ -57,11 +58,12 @@ def before_step(app: Any, tuner: threads.ThreadTuner | None) -> int:
 
 def after_step(app: Any, tuner: threads.ThreadTuner | None, seconds: float) -> None:
     """Account ``app``'s step that took ``seconds`` [s] (the tuner, the later kernels' record)."""
+    state = _states.get(app)
+    if state is None:                                 # no before_step (not an App's own step): nothing to account
+        return
     if tuner is not None:
-        if app.clock.step_index == 1:
-            state = _states.get(app)
-            if state is not None and loom_compiles() > state.compiled_before >= 0:
-                tuner.allowed_launch = False          # a cold launch: no trial (its kernels would compile mid-game)
-                tuner.allow(False)
+        if app.clock.step_index == 1 and loom_compiles() > state.compiled_before >= 0:
+            tuner.allowed_launch = False              # a cold launch: no trial (its kernels would compile mid-game)
+            tuner.allow(False)
         tuner.record(seconds)
-    later_kernels.after_step(app)
+    later_kernels.after_step(app, state.later)
