@@ -14,13 +14,13 @@ The everyday API, by where it lives:
 
 =====================  ===========================================================================
 the frame              ``App``, ``AppProcessor`` (Loom as one of the game's esper processors), ``Stage``,
-                       ``Plugin``, ``PluginGroup``, ``PluginError``, ``FixedClock``, ``WindowRunner``, ``mesh``
-                       (the mesh builders), ``Mesh`` (``loom.engine``)
+                       ``Plugin``, ``PluginGroup``, ``PluginError``, ``FixedClock``, ``mesh`` (the mesh
+                       builders), ``Mesh`` (``loom.engine``); ``WindowRunner`` (``loom.launch``)
 errors                 ``FieldError`` (a ValueError), ``FrozenFieldError`` (a TypeError), ``UnitsWarning``
 cloth                  ``Cloth``, ``ClothMaterial``, ``PRESETS``, ``Pin``, ``Transform``, ``Gravity``,
                        ``Tearable``; the models: ``MODELS``, ``VerletSettings``, ``MassSpringSettings``,
                        ``ImplicitSettings``
-colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylinder``, ``Box``, ``Prism``,
+colliders              ``Collider``, ``Plane``, ``Sphere``, ``Capsule``, ``Cylinder``, ``Cone``, ``Box``, ``Prism``,
                        ``TriangleMesh``, ``RigidBody2D``, ``Space2D``
 air and input          ``Wind`` (zones: ``WindBox``, ``WindSphere``), ``Blower``, ``Grab``, ``Camera``,
                        ``InputState``
@@ -35,7 +35,8 @@ drawing                ``GLRenderPlugin``, ``SoftRenderer``, ``SoftRenderPlugin`
 files                  ``load_obj``, ``save_obj``, ``save_snapshot``, ``load_snapshot`` (``loom.files``)
 =====================  ===========================================================================
 
-Subpackages: ``loom.engine`` (App, schedule, clock, plugins, meshes, window, runner), ``loom.components``
+Subpackages: ``loom.engine`` (App, schedule, clock, plugins, meshes, window), ``loom.launch`` (the runner,
+compile-ahead, the thread tuner, the recorder: the launch tooling), ``loom.components``
 (plain data, validated), ``loom.systems`` (behaviour and numba kernels), ``loom.prefabs`` (cape, flag),
 ``loom.files`` (OBJ/PLY, bake, thickness, snapshots, replays), ``loom.games`` (``python -m loom.games``), ``loom.benchmarks``
 (``python -m loom.benchmarks``). docs/architecture.md draws the layers, what each may import and one
@@ -51,7 +52,7 @@ from typing import Any as _Any
 _PUBLIC: dict[str, str] = {
     # the frame
     "App": "loom.engine", "Stage": "loom.engine", "Plugin": "loom.engine", "PluginGroup": "loom.engine",
-    "PluginError": "loom.engine", "FixedClock": "loom.engine", "Mesh": "loom.engine", "WindowRunner": "loom.engine",
+    "PluginError": "loom.engine", "FixedClock": "loom.engine", "Mesh": "loom.engine", "WindowRunner": "loom.launch",
     "AppProcessor": "loom.engine.app",
     # cloth
     "Cloth": "loom.components", "ClothMaterial": "loom.components", "Pin": "loom.components",
@@ -60,7 +61,7 @@ _PUBLIC: dict[str, str] = {
     "ImplicitSettings": "loom.components", "PRESETS": "loom.components", "MODELS": "loom.components",
     # colliders
     "Collider": "loom.components", "Plane": "loom.components", "Sphere": "loom.components",
-    "Capsule": "loom.components", "Cylinder": "loom.components", "Box": "loom.components",
+    "Capsule": "loom.components", "Cylinder": "loom.components", "Cone": "loom.components", "Box": "loom.components",
     "Prism": "loom.components", "TriangleMesh": "loom.components", "RigidBody2D": "loom.components",
     "Space2D": "loom.components",
     # air, input, looks
@@ -89,7 +90,10 @@ __all__ = sorted([*_PUBLIC, *_SUBMODULES])
 
 
 def __getattr__(name: str) -> _Any:
-    """Load a public name from its module on first use (PEP 562) and keep it here."""
+    """Load a public name from its module on first use (PEP 562) and keep it here. The first one imports
+    ``loom.launch`` before it: its thread policy must be in the environment before numba starts its threads."""
+    if name in _PUBLIC or name in _SUBMODULES:
+        _importlib.import_module("loom.launch")
     if name in _PUBLIC:
         value = getattr(_importlib.import_module(_PUBLIC[name]), name)
     elif name in _SUBMODULES:

@@ -1,8 +1,7 @@
 """Creep benchmark: does a tablecloth stay on the table? The drape game's scene, its cloth's drift over time.
 
-A tablecloth that rests on a table must stay put: real cloth does, held by friction. docs/models.md ("Creep on a
-table") tells how Loom's crept with yarns on until stop 34 (2.7 cm/min, off the table in minutes; now 0.016 cm/min
-over 200 s). This runs the drape game's scene
+A tablecloth that rests on a table must stay put: real cloth does, held by friction (docs/models.md, "Creep on a
+table": what made Loom's creep and what holds it). This runs the drape game's scene
 (``drape.build_scene``: round table, ball, self-colliding tablecloth) for ``--seconds`` of game time and prints one
 JSON line every ``--every`` seconds: the time [s], how far the cloth's centre of mass has moved horizontally since
 it settled (``--settle`` s after the drop) [cm], the 90th percentile of its particles' speeds [m/s] (a cloth at
@@ -11,7 +10,7 @@ rest is at about 0.002), the worst and p99 stretch-edge strain [%] and the ms pe
 settle, and the steps the guard refused.
 
 ``--cloth yarns`` is the game's cloth (yarns, the stiffness benchmark's table scene), ``plain`` Loom's older cloth
-(plain sweeps, no stretch limit), ``plain-limit`` plain sweeps with cotton's 2 % stretch limit.
+(plain sweeps, no stretch limit), ``plain-limit`` plain sweeps with a 2 % stretch limit.
 
 Run: python -m loom.benchmarks creep [--n 48] [--substeps 8] [--seconds 60] [--cloth yarns|plain|plain-limit]
                                      [--settle 8] [--every 10] [--threads 1]

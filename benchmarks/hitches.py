@@ -46,12 +46,12 @@ PPM = 100.0
 GROUND_Y = 470.0
 """[px] the top of the capeflag game's ground (y down)."""
 WARM_GOAL_MS = 4.0
-"""[ms] a warm frame after frame 3 counts as a hitch above max(this, 3 × median) (issue 42)."""
+"""[ms] a warm frame after frame 3 counts as a hitch above max(this, 3 × median)."""
 WARM_UP_FRAMES = 300
 """Frames of the untimed run that fills numba's cache before a warm configuration (past the thread tuner's first
 trials, so their kernels are cached too, as after a player's first session)."""
 COLD_GOAL_MS = 50.0
-"""[ms] a cold frame after the first counts as a hitch above this (issue 42)."""
+"""[ms] a cold frame after the first counts as a hitch above this."""
 
 
 def _capeflag(threads: str | int) -> Callable[[int], None]:

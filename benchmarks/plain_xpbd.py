@@ -28,13 +28,15 @@ import numpy as np
 
 from loom.components import STRETCH, Cloth, Gravity
 from loom.engine import App
+from loom.systems.xpbd.data import XPBDClothData, XPBDData
 from loom.systems.xpbd.yarns import PIVOT_FLOOR, TAUT, build_yarns
 
 
 class PlainSheet:
     """A copy of one XPBD cloth as structure-of-arrays, stepped by ``_plain_steps``."""
 
-    def __init__(self, cloth: Cloth, *, gravity: tuple[float, float, float], dt: float, substeps: int) -> None:
+    def __init__(self, cloth: Cloth, tethers: XPBDClothData, *, gravity: tuple[float, float, float], dt: float,
+                 substeps: int) -> None:
         self.x, self.y, self.z = (np.ascontiguousarray(cloth.x[:, c], np.float64) for c in range(3))
         self.vx, self.vy, self.vz = (np.ascontiguousarray(cloth.v[:, c], np.float64) for c in range(3))
         self.px, self.py, self.pz = (np.empty_like(self.x) for _ in range(3))
@@ -53,9 +55,9 @@ class PlainSheet:
         self.yarn_colors = yarns.color_offsets
         longest = int(np.diff(self.yarn_offsets).max()) if self.yarn_offsets.shape[0] > 1 else 1
         self.work = np.zeros((7, longest))
-        self.tether_offsets = cloth.tether_offsets.copy()
-        self.tether_anchor = cloth.tether_anchor.copy()
-        self.tether_length = cloth.tether_length.copy()
+        self.tether_offsets = tethers.tether_offsets.copy()          # XPBD's data of the cloth
+        self.tether_anchor = tethers.tether_anchor.copy()
+        self.tether_length = tethers.tether_length.copy()
         self.g = tuple(float(c) for c in gravity)
         self.h = dt / substeps
         self.substeps = substeps
@@ -65,7 +67,8 @@ class PlainSheet:
     @classmethod
     def of(cls, app: App, cloth: Cloth) -> PlainSheet:
         """A copy of ``cloth`` as it is now, stepped with ``app``'s gravity, dt and substeps."""
-        return cls(cloth, gravity=app.resource(Gravity).acceleration, dt=app.clock.dt, substeps=app.clock.substeps)
+        return cls(cloth, app.resource(XPBDData).of(cloth), gravity=app.resource(Gravity).acceleration,
+                   dt=app.clock.dt, substeps=app.clock.substeps)
 
     def positions(self) -> np.ndarray:
         """Current positions as (n, 3)."""
@@ -172,6 +175,19 @@ def _plain_steps(steps, substeps, iters, h, gx, gy, gz, decay, x, y, z, vx, vy, 
 
 
 @numba.njit(cache=True)
+def _yarn_link(particles, links, first, t, x, y, z):
+    """Row ``t`` of the yarn whose entries start at ``first``: its particles a and b, its link k, the offset b − a
+    (dx, dy, dz) [m] and its length [m]."""
+    a = particles[first + t]
+    b = particles[first + t + 1]
+    k = links[first + t + 1]
+    dx = x[b] - x[a]
+    dy = y[b] - y[a]
+    dz = z[b] - z[a]
+    return a, b, k, dx, dy, dz, math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@numba.njit(cache=True)
 def _plain_yarn(first, end, particles, links, work, inv_h2, x, y, z, inv_mass, rest, compliance, lam):
     """The stretch links of the yarn of entries first … end − 1, solved together: rows (work[0:3] the unit
     directions, work[3] the diagonals, work[4] the right-hand sides, work[5] the couplings), forward elimination,
@@ -187,13 +203,7 @@ def _plain_yarn(first, end, particles, links, work, inv_h2, x, y, z, inv_mass, r
     spanned = 0.0
     overstretched = False
     for t in range(m):
-        a = particles[first + t]
-        b = particles[first + t + 1]
-        k = links[first + t + 1]
-        dx = x[b] - x[a]
-        dy = y[b] - y[a]
-        dz = z[b] - z[a]
-        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        a, b, k, dx, dy, dz, length = _yarn_link(particles, links, first, t, x, y, z)
         alpha = compliance[k] * inv_h2
         work[0, t] = work[1, t] = work[2, t] = work[4, t] = work[5, t] = 0.0
         work[3, t] = 1.0
@@ -217,13 +227,7 @@ def _plain_yarn(first, end, particles, links, work, inv_h2, x, y, z, inv_mass, r
             spanned = 0.0
     if overstretched:
         for t in range(m):
-            a = particles[first + t]
-            b = particles[first + t + 1]
-            k = links[first + t + 1]
-            dx = x[b] - x[a]
-            dy = y[b] - y[a]
-            dz = z[b] - z[a]
-            length = math.sqrt(dx * dx + dy * dy + dz * dz)
+            a, b, k, dx, dy, dz, length = _yarn_link(particles, links, first, t, x, y, z)
             alpha = compliance[k] * inv_h2
             if length < 1e-12 or inv_mass[a] + inv_mass[b] + alpha == 0.0:
                 continue

@@ -7,29 +7,34 @@ bodies, other). Then as many frames again are each also drawn offscreen by the m
 (EGL), adding the cloth surface's ``normals`` (Loop subdivision and smooth normals) and ``upload``
 (packing and writing the vertex buffers) to the breakdown, and render_ms_median. The drawing runs
 after the timed frames, not between them: without a GPU, Mesa's llvmpipe rasterises on the same two
-cores, on threads that keep running after the draw call returns, and slowed the next simulated
-frame (cape 0.96 → 1.07 ms); a laptop's GPU does not. ``--no-render`` skips it.
+cores, on threads that keep running after the draw call returns, and slows the next simulated
+frame; a laptop's GPU does not. ``--no-render`` skips it.
 One JSON line per scene; ``--profile`` also prints a per-system table to stderr.
+
+Python calls per step (``--calls``): after the timed frames, ``CALL_STEPS`` more steps are counted (not timed: the
+counter slows them) with ``benchmarks/calls.py``; the record gets ``calls_per_step`` (every call of a function of
+Loom's package, the game's own systems under loom.games included, each kernel call once), ``kernel_calls_per_step``
+(the numba kernels' share of them) and ``calls_top`` (the most called functions, calls per step each).
 
 What the cloths cost the game: the same scene is built again with its cloths despawned (the game's own systems, its
 pymunk world, colliders and every Loom system still running, on nothing to simulate) and as many frames timed;
 ``no_cloth_ms_median`` is that frame's median and ``cloth_ms_median`` the difference, what adding the cloths to the
 game costs a frame (with ``cloth_per_yardstick``). The cape game's frame also poses its hero's figure, follows him
-with the camera and steps his pymunk world: 0.23 of its 1.0 ms on a 2-core Xeon VM, none of it the cape's.
+with the camera and steps his pymunk world, none of it the cape's.
 
 The machine's speed: ``yardstick_ms`` is the mean of two measurements of a fixed piece of work (``yardstick``:
 one step of the plain reference kernel on a 32² sheet), one before the scene is built and one after its timed
-frames, and ``sim_per_yardstick`` the scene's median frame over it: a cloud VM runs in phases 10–20 % apart,
+frames, and ``sim_per_yardstick`` the scene's median frame over it: a cloud VM runs in phases of different speed,
 and that ratio compares runs made in different phases.
 
 Threads: by default each scene runs on the App's default thread count, what a player gets
-(``loom.engine.threads``); ``--threads N`` sets it. ``--load N`` keeps N other processes spinning for the
+(``loom.launch.threads``); ``--threads N`` sets it. ``--load N`` keeps N other processes spinning for the
 whole run (default with no N: one per core but one — the other cores kept busy, as on a player's
 machine running something else); each record names the threads, threading layer, OpenMP wait
 policy and the load it ran under.
 
 Run: python -m loom.benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads N]
-     [--load [N]] [--profile] [--no-render]
+     [--load [N]] [--profile] [--no-render] [--calls]
 """
 from __future__ import annotations
 
@@ -45,8 +50,10 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from loom.components import Cloth, Pin, Wind
-from loom.engine import App, Stage, mesh, threads as thread_policy
+from loom.engine import App, Stage, mesh
+from loom.launch import threads as thread_policy
 from loom.benchmarks import yardstick
+from loom.benchmarks.calls import calls_per_step
 from loom.benchmarks.stretch import StretchMeter
 from loom.systems import DefaultPlugins
 
@@ -67,9 +74,7 @@ GROUPS = {
 
 FLAGS100_SUBSTEPS = 4
 FLAGS100_ITERATIONS = 1
-"""A crowd of small background flags: 4 substeps of one sweep (a quarter of the cape's 8 × 2). The
-note of issue 8 compares it with 8 × 2: the flags' spread is the same to 2 mm, their worst stretch
-30 % against 50 % (the free corner in gusts)."""
+"""A crowd of small background flags: 4 substeps of one sweep (a quarter of the cape's 8 × 2)."""
 
 
 def _flags100(app: App) -> list[Cloth]:
@@ -109,6 +114,10 @@ BREAKDOWN = ("integration", "constraints", "environment", "self_collision", "pin
 """Groups of ``ms_per_frame`` (with ``normals`` and ``upload`` from the drawn frames)."""
 
 
+CALL_STEPS = 20
+"""Steps counted for ``--calls`` (after the timed ones)."""
+
+
 SPINNER = ("import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(100000):\n"
            "        pass\n")
 """A busy background process: spins until its parent (the benchmark) is gone, even if that was killed."""
@@ -132,17 +141,18 @@ def background_load(processes: int) -> Iterator[list[subprocess.Popen]]:
 
 
 def run(name: str, *, frames: int, threads: int | None = None, profile: bool = False, render: bool = True,
-        load: int = 0) -> dict:
+        load: int = 0, calls: bool = False) -> dict:
     """Time ``frames`` frames of scene ``name`` (see the module's docstring) and return its JSON record.
 
-    threads: the App's thread count (None: the App's default); load: processes kept spinning meanwhile."""
+    threads: the App's thread count (None: the App's default); load: processes kept spinning meanwhile; calls:
+    also count the Python calls per step (``calls_per_step``, ``calls_top``)."""
     with background_load(load):
-        record = _run(name, frames=frames, threads=threads, profile=profile, render=render)
+        record = _run(name, frames=frames, threads=threads, profile=profile, render=render, calls=calls)
     record["load"] = load
     return record
 
 
-def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: bool) -> dict:
+def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: bool, calls: bool = False) -> dict:
     substeps, build = _scene(name)
     yardstick_before = yardstick.measure()
     app = App(dt=1 / 60, substeps=substeps, threads=threads)
@@ -159,6 +169,7 @@ def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: 
     stretch = StretchMeter()                             # 1: the simulation alone, frame by frame
     times = _frame_times(app, frames, stretch.sample)
     machine = 0.5 * (yardstick_before + yardstick.measure())
+    counted = calls_per_step(app, CALL_STEPS) if calls else None
     bare = _without_cloths(build, substeps, threads, frames)
     app.profiling = True                                 # 2: the per-system breakdown
     profiled = max(frames // 5, 1)
@@ -205,6 +216,8 @@ def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: 
         "ms_per_frame": breakdown,
         **({"render_ms_median": round(1000 * float(np.median(drawn)), 3)} if renderer is not None else {}),
         "warmup_s": round(warmup, 3), "nan": report["nan"], "rejected_steps": report["rejected_steps"],
+        **({"calls_per_step": counted["calls_per_step"], "kernel_calls_per_step": counted["kernel_calls_per_step"],
+            "calls_top": counted["top"]} if counted else {}),
     }
     app.close()
     return record
@@ -248,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", action="store_true", help="print a per-system table to stderr")
     p.add_argument("--no-render", action="store_true",
                    help="skip the drawn frames (and so the normals and upload of the breakdown)")
+    p.add_argument("--calls", action="store_true",
+                   help="also count Loom's Python calls per step (calls_per_step and the top callers, calls_top)")
     args = p.parse_args(argv)
     if args.frames < 1:
         p.error(f"--frames {args.frames}: must be >= 1")
@@ -258,4 +273,4 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--load {args.load}: must be >= 0 processes")
     for name in args.scene:
         print(json.dumps(run(name, frames=args.frames, threads=args.threads, profile=args.profile,
-                             render=not args.no_render, load=args.load)), flush=True)
+                             render=not args.no_render, load=args.load, calls=args.calls)), flush=True)

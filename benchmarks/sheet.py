@@ -15,11 +15,7 @@ process (the order flips every block), so a busy or drifting machine slows both 
 - ``sweep_ns_per_projection`` / ``plain_sweep_ns_per_projection``: the constraint sweeps of one substep alone
   (the App's kernel on its held arrays against the plain sweep, from the same positions, alternating, the
   fastest of 31 each), ``sweep_ratio`` the plain time over the App's.
-Measured (--n 64 128 --substeps 4 --iters 10, 1 thread, float64, the 2-core AMD EPYC VM, idle, 2 runs):
-ratio_to_plain 1.15–1.19 at n = 64 and 1.16–1.19 at n = 128, sweeps 17.7–24.6 ns against 23.9–32.5 ns per
-projection (sweep_ratio 1.31–1.36); 0.82 and 0.80 before the yarns' contact tests became selects
-(systems/xpbd/yarns.py, ``_normal``). plain_max_dx_m is 0.0 throughout. Before the yarns, on a 2-core Xeon VM:
-1.33–1.54 with the unsigned indices of ``_solve`` (systems/xpbd/constraints.py), 0.97–1.09 before them.
+Results of past runs: docs/performance.md ("Moved from docstrings").
 The plain kernel is always one thread (with --threads 2 the ratio is the parallel App against it). Its fields
 are null where it would not do the same work (--sphere, a model other than xpbd, float32) or with --no-plain.
 
@@ -43,6 +39,7 @@ from loom.components import (MODELS, PRECISIONS, STRETCH, Cloth, ClothMaterial, 
 from loom.engine import App, mesh
 from loom.systems import DefaultPlugins
 from loom.systems.xpbd.constraints import ConstraintTables, _sweep_kernel
+from loom.systems.xpbd.data import XPBDData
 
 STRETCH_FRAMES = 30
 """Steps after the timed ones whose stretch is sampled (worst and p99 in the record)."""
@@ -90,7 +87,7 @@ def run(n: int, *, substeps: int, iters: int, steps: int, tethers: bool, threads
         "n": n,
         "particles": cloth.particle_count,
         "constraints": constraints,
-        "tethers": int(cloth.tether_anchor.shape[0]),
+        "tethers": int(app.resource(XPBDData).of(cloth).tether_anchor.shape[0]) if model == "xpbd" else 0,
         "sphere": sphere,
         "precision": precision,
         "threads": threads,
@@ -146,10 +143,10 @@ def _sweeps(app: App, cloth: Cloth, reference: PlainSheet, threads: int) -> tupl
     """One substep's sweeps alone: ns per constraint projection of the App's kernel (the one
     ``solve_constraints`` picks, on the App's held arrays) and of the plain one, from the same positions, in
     turn (the one that goes first alternates), the fastest of ``SWEEP_REPEATS`` each, and their ratio (plain
-    over App). The fastest, not the median: a sweep lasts 2–7 ms, and on a shared 2-core VM any one of them
-    may lose the core (times of one kernel came in two groups, 1.75 and 5.8 ms, about half in each).
+    over App). The fastest, not the median: on a shared VM any one sweep may lose the core.
     The cloth's positions and multipliers are restored afterwards."""
-    x0, link_lambda, bend_lambda = cloth.x.copy(), cloth.link_lambda.copy(), cloth.bend_lambda.copy()
+    data = app.resource(XPBDData).of(cloth)                    # XPBD's multipliers of the cloth
+    x0, link_lambda, bend_lambda = cloth.x.copy(), data.link_lambda.copy(), data.bend_lambda.copy()
     held = app.init_resource(ConstraintTables).get(cloth)
     kernel = _sweep_kernel(cloth, threads > 1)
     inv_h2 = 1.0 / (app.clock.h * app.clock.h)
@@ -181,7 +178,7 @@ def _sweeps(app: App, cloth: Cloth, reference: PlainSheet, threads: int) -> tupl
             pairs.append((app_time, plain_time))
     finally:
         numba.set_num_threads(numba_threads)
-        cloth.x[:], cloth.link_lambda[:], cloth.bend_lambda[:] = x0, link_lambda, bend_lambda
+        cloth.x[:], data.link_lambda[:], data.bend_lambda[:] = x0, link_lambda, bend_lambda
     fastest = np.array(pairs).min(axis=0)
     per_projection = 1e9 / (cloth.constraint_count * cloth.iterations)
     return per_projection * float(fastest[0]), per_projection * float(fastest[1]), float(fastest[1] / fastest[0])

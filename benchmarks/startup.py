@@ -6,7 +6,7 @@ window). "cold" points numba at an empty cache directory, so every kernel the fi
 compiles, as on a fresh machine; "warm" runs again on that cache (every later run). One JSON line
 per run: game, cache, seconds (launch to exit), first_frame_s (launch to the first frame shown in the window;
 null headless), first_output_s (launch to the first line on stderr: a cold launch's compile progress,
-``loom.engine.show_compile_progress``; null when it printed none), first_frame_ms (the mean step: one step, where
+``loom.launch.show_compile_progress``; null when it printed none), first_frame_ms (the mean step: one step, where
 cold compiles), compiles (functions numba compiled: a game's ``FIRST_LAUNCH_COMPILES`` is this, cold),
 video_driver.
 
@@ -20,7 +20,7 @@ set where the benchmark runs: a player's later launch reads its .pyc files (pip 
 compiling Loom's sources again costs a launch about 0.13 s that no player pays twice.
 
 ``--busy`` keeps one core busy (a second Python process spinning) during the runs, as a game's machine is.
-A cold launch compiles on two cores when the game has a kernel list (``loom.engine.compile_ahead``);
+A cold launch compiles on two cores when the game has a kernel list (``loom.launch.compile_ahead``);
 ``--one-core`` turns that off (``LOOM_COMPILE_AHEAD=0``) for a before/after in one run.
 
 Run: python -m loom.benchmarks startup [--game cape] [--runs cold warm] [--headless] [--busy] [--one-core]

@@ -21,7 +21,7 @@ A setting is ``SxI`` (S substeps, I sweeps per substep, the cloth's own options 
 stretch limit) followed by any of: ``g`` plain Gauss–Seidel sweeps (``Cloth.yarns`` off), ``u`` no stretch limit
 (``ClothMaterial.stretch_limit=None``), ``S<pct>`` a stretch limit of pct %, ``L<pct>`` Provot's limit on stretch and
 shear links (``strain_limit``), ``K<α>`` shear compliance α [m/N], ``t`` no tethers (``Cloth.tethers`` off).
-``16x1`` is the default cloth; ``16x2guK0.001`` is the cloth of Loom before issue 17's yarns (plain sweeps, no limit,
+``16x1`` is the default cloth; ``16x2guK0.001`` is Loom's older cloth, without yarns (plain sweeps, no limit,
 stiff shear, two sweeps).
 
 Besides the strain a player sees (after every system of the step), each record gives the strain the solve and the
@@ -63,7 +63,7 @@ REST_STEPS = 30
 SETTINGS = ("16x1", "8x1", "8x2", "16x2", "32x1", "16x1u", "16x1g", "16x2guK0.001", "32x1guK0.001",
             "64x1guK0.001")
 """Default settings swept (``parse_setting``): the default cloth (16 × 1) and cheaper or dearer, without its limit,
-without yarns, and Loom's cloth before issue 17 (plain sweeps, no limit, stiff shear; 16 × 2 was its default) at
+without yarns, and Loom's older cloth (plain sweeps, no limit, stiff shear; 16 × 2 was its default) at
 16 × 2, 32 × 1 and 64 × 1."""
 SOLVERS = ("xpbd", "vbd")
 """``--solver``: Loom's XPBD, or Vertex Block Descent in its place (benchmarks/vbd.py)."""
@@ -211,7 +211,7 @@ class _BeforeLimit:
     """Systems around the stretch limit: the strain each step's last substep leaves before it, and its work.
 
     They run inside the timed steps, so they time themselves (``spent`` [s]) and ``run`` takes that out of the
-    step's cost: the strain of a 128² cloth's 98,000 links costs 7 ms, a sixth of its 8-substep step (stop 38)."""
+    step's cost: measuring every link's strain is a sizeable share of a large cloth's step."""
 
     def __init__(self, app: App) -> None:
         self.strains: list[np.ndarray] = []

@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from loom.benchmarks.scenes import SCENES, _scene, background_load
-from loom.engine import App, threads
+from loom.engine import App
+from loom.launch import threads
 from loom.systems import DefaultPlugins
 
 

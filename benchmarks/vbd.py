@@ -1,4 +1,4 @@
-"""Vertex Block Descent, the stiffness benchmark's comparison solver (issue 17's study; not a Loom model).
+"""Vertex Block Descent, the stiffness benchmark's comparison solver (not a Loom model).
 
 Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent": each substep of h minimises the incremental potential
 
@@ -18,9 +18,8 @@ through the same pipeline. Links only: an inextensible link (compliance 0) gets 
 one k = 1/α capped at it; tethers and dihedral bending are not applied (the sphere and table drapes have no
 tethers; the pushed sheet and the cape do, so compare those with care).
 
-Measured (docs/models.md, "What else was tried"): VBD converges per substep no better than XPBD's sweeps at
-16 × 2 and only somewhat better at 64 × 1, and its iteration costs 3.5× an XPBD sweep (0.65 against 0.18 ms on
-the 64² sheet, one thread): a vertex block, like a link, moves a correction one link per sweep.
+docs/models.md ("What else was tried") compares it with XPBD's sweeps: a vertex block, like a link, moves a
+correction one link per sweep.
 """
 from __future__ import annotations
 
@@ -37,7 +36,7 @@ from loom.systems.xpbd.predict import MODEL
 STIFFNESS = 1e4
 """Spring constant of an inextensible link [N/m]: on the 64² cotton sheet (0.04 g a particle) the strain it
 allows under the weight of the overhang is below 0.01 %, and at 16 substeps k·h²/m ≈ 300. Stiffer is slower
-to converge: 1e5 left 25 % at rest on the sphere drape against 11 % (16 × 2), 21 % against 1.8 % (64 × 1)."""
+to converge (docs/performance.md, "Moved from docstrings")."""
 
 
 class VertexBlocks:

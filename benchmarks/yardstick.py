@@ -1,14 +1,13 @@
 """The machine's speed at the moment a benchmark runs: one fixed piece of work, timed, to put beside its costs.
 
-A cloud VM (this project's CI and its benchmark machine) runs in phases: the same code measured the cape game's
-frame at 0.94 ms and at 1.10 ms twenty minutes apart, and 1.01–1.06 ms one day and 1.15–1.29 ms the next
-(docs/performance.md). A cost alone cannot say whether the code or the machine changed; a cost divided by the
-same machine's time for a fixed piece of work, measured in the same process, can.
+A cloud VM (this project's CI and its benchmark machine) runs in phases: the same code costs more or less
+from one hour or day to the next (docs/performance.md). A cost alone cannot say whether the code or the machine
+changed; a cost divided by the same machine's time for a fixed piece of work, measured in the same process, can.
 
 The work: the sheet benchmark's plain reference kernel (``benchmarks/plain_xpbd.py``: one numba kernel, one
 thread, float64, no App) stepping a 32 × 32 sheet pinned at two corners, 4 substeps × 10 sweeps with tethers,
 one fixed step at a time. It never changes with Loom's code (it is the yardstick the solver is measured
-against), its arrays fit in the cache as a game's cloth does, and a step takes about 4 ms on the 2-core Xeon VM.
+against), its arrays fit in the cache as a game's cloth does, and a step lasts a few milliseconds.
 
 ``measure(samples)``: the median of ``samples`` single steps [ms], after two untimed steps (compile or load,
 warm the caches). Call it before and after the work it stands beside, and put both in the record.

@@ -3,7 +3,7 @@ from loom.components._revision import FrozenFieldError
 from loom.components._validate import FieldError
 from loom.components.camera import Camera
 from loom.components.cloth import BEND, MODELS, PRECISIONS, SHEAR, STEP_MODELS, STRETCH, Cloth
-from loom.components.collider import (Box, Capsule, Collider, ColliderSet, Cylinder, Plane, Prism, Sphere,
+from loom.components.collider import (Box, Capsule, Collider, ColliderSet, Cone, Cylinder, Plane, Prism, Sphere,
                                  TriangleMesh)
 from loom.components.grab import Grab
 from loom.components.gravity import Gravity
@@ -19,7 +19,7 @@ from loom.components.wind import Blower, Wind, WindBox, WindSphere
 
 __all__ = [
     "BEND", "Blower", "Box", "Camera", "Capsule", "Cloth", "ClothMaterial", "ClothStyle", "Collider", "ColliderSet",
-    "ColliderStyle", "Cylinder", "FieldError", "FrozenFieldError", "Grab", "Gravity", "INTEGRATORS",
+    "ColliderStyle", "Cone", "Cylinder", "FieldError", "FrozenFieldError", "Grab", "Gravity", "INTEGRATORS",
     "ImplicitSettings", "InputState", "MODELS", "MassSpringSettings", "PRECISIONS", "PRESETS", "Pin", "PixelCamera",
     "PixelSpace", "Plane", "Prism", "Prop", "RenderSettings", "RigidBody2D", "SETTINGS", "SHEAR", "STEP_MODELS",
     "STRETCH", "Space2D", "Sphere", "Tearable", "Transform", "TriangleMesh", "UnitsWarning", "VerletSettings",

@@ -11,27 +11,87 @@ index table that was not checked.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from loom.components._validate import Dims, Spec, freeze_in_place, frozen
+import numpy as np
+
+from loom.components._validate import Arr, Dims, Spec, freeze_in_place, frozen
+
+_SPEC = "loom.spec"
+"""Key of a field's spec in its dataclass ``metadata`` (``checked_field``)."""
 
 _BUILDING: set[int] = set()
 """ids of the objects whose ``__post_init__`` runs now: the constructor validates those itself."""
 
 
+def checked_field(spec: Spec, default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING,
+                  init: bool = True, repr: bool = True) -> Any:
+    """Declare a dataclass field of a ``Checked`` or ``FrozenChecked`` class once: its type (the annotation), its
+    validation (``spec``) and its docstring (the string literal below it) in one place. ``default`` /
+    ``default_factory`` as for ``dataclasses.field`` (neither: a required argument). The class's ``_fields`` table
+    is built from these declarations, in declaration order (declare the fields that fix a shape symbol first, or
+    name them in the class's ``_check_first`` when a dataclass's argument order cannot put them first)::
+
+        radius: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 1.0)
+        \"\"\"Radius [m] > 0.\"\"\"
+    """
+    return dataclasses.field(default=default, default_factory=default_factory, init=init, repr=repr,
+                             metadata={_SPEC: spec})
+
+
+def _declared(cls: type) -> dict[str, Spec]:
+    """The specs ``checked_field`` declared in ``cls``'s own body, in declaration order (read before
+    ``@dataclass`` replaces the Field objects by their defaults)."""
+    return {name: value.metadata[_SPEC] for name, value in cls.__dict__.items()
+            if isinstance(value, dataclasses.Field) and _SPEC in value.metadata}
+
+
+def _declare(cls: Any, check: str) -> None:
+    """Extend ``cls._fields`` with the fields its body declares (after the base classes'; the fields its own
+    ``_check_first`` names go before all others, in that order) and, when it declares some and has no
+    ``__post_init__`` of its own, give it one that runs the method named ``check``."""
+    declared = _declared(cls)
+    if not declared:
+        return
+    fields = {**cls._fields, **declared}
+    first = cls.__dict__.get("_check_first", ())
+    if isinstance(first, str) or any(name not in fields for name in first):
+        raise TypeError(f"{cls.__qualname__}._check_first = {first!r}: expected a tuple of names of fields declared "
+                        f"with checked_field")
+    cls._fields = {**{name: fields[name] for name in first}, **fields}
+    if "__post_init__" not in cls.__dict__:
+        def __post_init__(self: Any) -> None:
+            getattr(self, check)()                    # every declared field, then _cross
+        __post_init__.__qualname__ = f"{cls.__qualname__}.__post_init__"
+        cls.__post_init__ = __post_init__
+
+
 class Checked:
-    """Mixin: fields listed in ``_fields`` are checked on assignment once the object is built."""
+    """Mixin: fields listed in ``_fields`` are checked on assignment once the object is built.
+
+    Declare each field with ``checked_field(spec, default)``: the table is built from the declarations (the base
+    classes' fields first), and a class without a ``__post_init__`` of its own gets one that runs
+    ``_check_new()`` (every field's check in table order, then ``_cross``; the caller's arrays copied). A
+    ``__post_init__`` of its own fills what the declarations cannot (scratch sized from other fields) and calls
+    ``_check_new()``; it does not check fields itself."""
 
     _fields: ClassVar[dict[str, Spec]] = {}
     """Field name → spec, in checking order (fields that fix a dims symbol first)."""
+    _check_first: ClassVar[tuple[str, ...]] = ()
+    """Fields checked before all others, in this order: those that fix a dims symbol or a dtype other checks read,
+    when the dataclass's argument order (fields without a default first) cannot declare them first. Read from the
+    class's own body when ``_fields`` is built; the other fields keep their declaration order."""
     _dims: ClassVar[Dims] = {}
     """Shape symbols of the class (``loom.components._validate.Dims``)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Wrap the subclass's ``__post_init__`` so assignments inside it (the constructor's own checks) pass."""
+        """Build ``_fields`` from the ``checked_field`` declarations; wrap the subclass's ``__post_init__`` so
+        assignments inside it (the constructor's own checks) pass."""
         super().__init_subclass__(**kwargs)
+        _declare(cls, "_check_new")
         post = cls.__dict__.get("__post_init__")
         if post is None:
             return
@@ -42,12 +102,13 @@ class Checked:
             outer = key in _BUILDING
             _BUILDING.add(key)
             try:
-                post(self)
-                for name, spec in self._fields.items():   # init=False fields left at their class default
+                for name in self._fields:                 # init=False fields left at their class default
                     if name not in self.__dict__ and hasattr(type(self), name):
                         object.__setattr__(self, name, getattr(type(self), name))
-                    elif spec.readonly and not outer:     # rest data and index tables: stored read-only
-                        object.__setattr__(self, name, frozen(self.__dict__[name]))
+                post(self)
+                for name, spec in self._fields.items():
+                    if spec.readonly and not outer and name in self.__dict__:   # rest data, index tables:
+                        object.__setattr__(self, name, frozen(self.__dict__[name]))   # stored read-only
             finally:
                 if not outer:
                     _BUILDING.discard(key)
@@ -95,6 +156,17 @@ class Checked:
         if id(self) not in _BUILDING:
             self._freeze_read_only()
         self.__dict__.update(self._checked(self.__dict__))
+
+    def _check_new(self) -> None:
+        """The constructor's check (run by ``__post_init__``): ``check_state()``, then every array field whose
+        check kept the very array the caller passed is stored as a copy, so a component owns its arrays (writing to
+        the array given to the constructor does not move the component; an assigned array is taken as it is)."""
+        given = {name: value for name, value in self.__dict__.items() if isinstance(value, np.ndarray)}
+        self.check_state()
+        for name, spec in self._fields.items():
+            value = self.__dict__.get(name)
+            if isinstance(spec, Arr) and not spec.readonly and value is not None and value is given.get(name):
+                self.__dict__[name] = value.copy()
 
     def assign(self, **fields: Any) -> None:
         """Set several fields at once — those whose sizes change together (a pin gaining particles, rebuilt
@@ -163,7 +235,29 @@ def frozen_fields(cls: type) -> type:
 class FrozenChecked:
     """Mixin for frozen dataclasses (materials, model settings): no field can be assigned, so only
     ``check_state()`` is needed — it re-runs the constructor's checks on a decoded object. Decorate the class
-    with ``frozen_fields`` (over ``@dataclass(frozen=True)``) so an assignment raises FrozenFieldError."""
+    with ``frozen_fields`` (over ``@dataclass(frozen=True)``) so an assignment raises FrozenFieldError.
+
+    Declare each field with ``checked_field(spec, default)``, as in ``Checked``: a class without a
+    ``__post_init__`` of its own gets one that runs every declared field's check, then ``_cross``. The checks only
+    validate: a frozen object keeps its fields as given (``density=1`` stays the int 1)."""
+
+    _fields: ClassVar[dict[str, Spec]] = {}
+    """Field name → spec, in checking order (built from the ``checked_field`` declarations)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Build ``_fields`` from the ``checked_field`` declarations (the base classes' first)."""
+        super().__init_subclass__(**kwargs)
+        _declare(cls, "_check_fields")
+
+    def _check_fields(self) -> None:
+        """Every declared field's check in table order, then ``_cross``; raise ValueError naming Class.field."""
+        owner = type(self).__name__
+        for name, spec in self._fields.items():
+            spec.check(owner, name, self.__dict__, getattr(self, name), {})
+        self._cross(owner, self.__dict__)
+
+    def _cross(self, owner: str, state: Mapping[str, Any]) -> None:
+        """Rules between fields; raise ValueError naming Class.field."""
 
     def check_state(self) -> None:
         """Re-run the constructor's checks on this object as it is; raise ValueError naming Class.field."""

@@ -354,15 +354,21 @@ def unit_vector(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
     return vector / norm
 
 
+def as_array(owner: str, name: str, value: Any, expected: str) -> np.ndarray:
+    """``np.asarray(value)``, or a FieldError naming Class.field and what was ``expected`` for a string, bytes or a
+    value NumPy cannot make an array of (a ragged list)."""
+    if isinstance(value, (str, bytes)):
+        raise FieldError(f"{owner}.{name} = {brief(value)}: expected {expected}")
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        raise FieldError(f"{owner}.{name}: expected {expected}, got {type(value).__name__}") from None
+
+
 def _array(owner: str, name: str, value: Any, kind: str) -> np.ndarray:
     """``value`` as an ndarray of ``kind`` numbers (f real, i integer, b bool), or a FieldError naming the field."""
     expected = {"f": "real numbers", "i": "integers", "b": "booleans"}[kind]
-    if isinstance(value, (str, bytes)):
-        raise FieldError(f"{owner}.{name} = {brief(value)}: expected an array of {expected}")
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):
-        raise FieldError(f"{owner}.{name}: expected an array of {expected}, got {type(value).__name__}") from None
+    arr = as_array(owner, name, value, f"an array of {expected}")
     if arr.size == 0 and kind != "b" and arr.dtype.kind in "fiub":
         return arr
     allowed = {"f": "iuf", "i": "iu", "b": "b"}[kind]

@@ -20,44 +20,43 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Checked
-from loom.components._validate import Arr, Custom, Flag, Real, floats, real
+from loom.components._revision import Checked, checked_field
+from loom.components._validate import Arr, Custom, Flag, Real, real
+from loom.engine.persist import persistent
 
 
+def _near(owner: str, name: str, state: Any, value: Any) -> float:
+    """Camera.near: > 0 and below far [m]."""
+    near = real(owner, name, value, low=0.0, low_open=True, unit=" [m]")
+    far = state.get("far")
+    if isinstance(far, float) and near >= far:
+        raise ValueError(f"{owner}.{name} = {near!r}: must be < far = {far!r} [m]")
+    return near
+
+
+@persistent
 @dataclass(eq=False)
 class Camera(Checked):
     """An orbit camera: ``target`` [m], ``distance`` [m], ``yaw`` and ``pitch`` [rad], lens ``fov_y`` [rad]."""
 
-    target: Any = (0.0, 0.5, 0.0)
+    target: Any = checked_field(Arr((3,), unit=" [m]"), (0.0, 0.5, 0.0))
     """Point looked at [m], shape (3,)."""
-    distance: float = 3.0
+    distance: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 3.0)
     """Distance from target to eye [m], > 0."""
-    yaw: float = 0.0
+    yaw: float = checked_field(Real(unit=" [rad]"), 0.0)
     """Turn about +y [rad]; 0 puts the eye on the +z side."""
-    pitch: float = 0.25
+    pitch: float = checked_field(Real(-1.5607, 1.5607, unit=" [rad] (|pitch| < π/2)"), 0.25)
     """Elevation [rad] in (−π/2, π/2); > 0 looks down on the target."""
-    fov_y: float = math.radians(45.0)
+    fov_y: float = checked_field(Real(1e-3, 3.1, unit=" [rad]"), math.radians(45.0))
     """Vertical field of view [rad] of the perspective lens."""
-    near: float = 0.05
-    """Near clip distance [m]."""
-    far: float = 100.0
-    """Far clip distance [m]."""
-    orthographic: bool = False
+    near: float = checked_field(Custom(_near), 0.05)
+    """Near clip distance [m], > 0 and < far."""
+    far: float = checked_field(Real(0.0, low_open=True, unit=" [m] (> near)", above="near"), 100.0)
+    """Far clip distance [m], > near."""
+    orthographic: bool = checked_field(Flag(), False)
     """True: parallel projection showing ``ortho_height`` metres vertically (2D games, side views)."""
-    ortho_height: float = 2.0
+    ortho_height: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 2.0)
     """Visible height [m] of the orthographic lens."""
-
-    def __post_init__(self) -> None:
-        o = "Camera"
-        self.target = floats(o, "target", self.target, (3,), unit=" [m]")
-        self.distance = real(o, "distance", self.distance, low=0.0, low_open=True, unit=" [m]")
-        self.yaw = real(o, "yaw", self.yaw, unit=" [rad]")
-        self.pitch = real(o, "pitch", self.pitch, low=-1.5607, high=1.5607, unit=" [rad] (|pitch| < π/2)")
-        self.fov_y = real(o, "fov_y", self.fov_y, low=1e-3, high=3.1, unit=" [rad]")
-        self.near = real(o, "near", self.near, low=0.0, low_open=True, unit=" [m]")
-        self.far = real(o, "far", self.far, low=self.near, low_open=True, unit=" [m] (> near)")
-        self.orthographic = bool(self.orthographic)
-        self.ortho_height = real(o, "ortho_height", self.ortho_height, low=0.0, low_open=True, unit=" [m]")
 
     @property
     def eye(self) -> np.ndarray:
@@ -117,28 +116,3 @@ class Camera(Checked):
         near, far = near[:3] / near[3], far[:3] / far[3]
         direction = far - near
         return near, direction / np.linalg.norm(direction)
-
-
-Camera._fields = {
-    "target": Arr((3,), unit=" [m]"),
-    "distance": Real(0.0, low_open=True, unit=" [m]"),
-    "yaw": Real(unit=" [rad]"),
-    "pitch": Real(-1.5607, 1.5607, unit=" [rad] (|pitch| < π/2)"),
-    "fov_y": Real(1e-3, 3.1, unit=" [rad]"),
-    "near": Real(0.0, low_open=True, unit=" [m]"),
-    "far": Real(0.0, low_open=True, unit=" [m] (> near)", above="near"),
-    "orthographic": Flag(),
-    "ortho_height": Real(0.0, low_open=True, unit=" [m]"),
-}
-
-
-def _near(owner: str, name: str, state: Any, value: Any) -> float:
-    """Camera.near: > 0 and below far [m]."""
-    near = real(owner, name, value, low=0.0, low_open=True, unit=" [m]")
-    far = state.get("far")
-    if isinstance(far, float) and near >= far:
-        raise ValueError(f"{owner}.{name} = {near!r}: must be < far = {far!r} [m]")
-    return near
-
-
-Camera._fields["near"] = Custom(_near)

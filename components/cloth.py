@@ -6,19 +6,21 @@ and write the arrays in place; Python never loops over particles or constraints 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from loom.components._revision import FrozenFieldError, Revisioned
-from loom.components._validate import (Arr, Choice, Custom, FieldError, Flag, Instance, Int, Offsets, choice,
-                                       floats, indices, integer, length, real, show)
+from loom.components._revision import FrozenFieldError, Revisioned, checked_field
+from loom.components._validate import (Arr, Choice, Custom, Dims, FieldError, Flag, Instance, Int, Offsets, as_array,
+                                       choice, floats, length, real, show)
 from loom.components.material import ClothMaterial
 from loom.components.models import MODEL_SPECS, SETTINGS, model_spec, settings_for
 from loom.engine.coloring import color_order
 from loom.engine.geometry import triangle_areas
 from loom.engine.mesh import Mesh
+from loom.engine.persist import persistent
 
 MODELS = tuple(SETTINGS)
 """The built-in solvers a cloth can select with ``model=``: xpbd (default), verlet, mass_spring, implicit.
@@ -48,6 +50,66 @@ skirt creeps off the table); held against any pull, a cloth stretched where fric
 shakes (docs/models.md, "Creep on a table")."""
 
 
+def _model(owner: str, name: str, state: Any, value: Any) -> str:
+    """Cloth.model: a known model name, fixed once built (``Cloth.__setattr__`` names the way to switch)."""
+    if not isinstance(value, str):
+        raise FieldError(f"{owner}.{name} = {value!r}: expected a model name")
+    model_spec(value)
+    return value
+
+
+def _precision(owner: str, name: str, state: Any, value: Any) -> str:
+    """Cloth.precision: fixed once built (x, v, x_prev and force are stored in it)."""
+    choice(owner, name, value, PRECISIONS)
+    if value != state.get("precision", value):
+        raise ValueError(f"{owner}.{name} = {value!r}: fixed when the cloth is built (its state arrays are "
+                         f"{state['precision']}); build a new Cloth to change it")
+    return value
+
+
+def _settings(owner: str, name: str, state: Any, value: Any) -> Any:
+    """Cloth.settings: an instance of the model's settings class (None: its defaults)."""
+    return settings_for(state.get("model"), value)
+
+
+class _Indices(Arr):
+    """A read-only table of particle indices, shape ``shape`` int32, each in [0, n); a table of real numbers is
+    refused as not integer indices (naming its dtype and values)."""
+
+    def __init__(self, shape: tuple[int | str | None, ...]) -> None:
+        super().__init__(shape, "i", count="n", readonly=True)
+
+    def check(self, owner: str, name: str, state: Mapping[str, Any], value: Any, dims: Dims) -> Any:
+        arr = as_array(owner, name, value, "integer indices")
+        if arr.size and arr.dtype.kind not in "iu":
+            raise FieldError(f"{owner}.{name}: expected integer indices, got dtype {arr.dtype} ({show(arr)})")
+        return super().check(owner, name, state, arr, dims)
+
+
+class _LinkKinds(Arr):
+    """Cloth.link_kind: (c,) int8 codes 0 stretch, 1 shear, 2 bend, read-only. While the cloth is built (no
+    colour-ordered link table yet, so c is not fixed) the kinds are checked against the links given with them and a
+    wrong one is named by the kinds a link may have."""
+
+    def __init__(self) -> None:
+        super().__init__(("c",), "i", dtype=np.int8, low=0, high=2, readonly=True)
+
+    def check(self, owner: str, name: str, state: Mapping[str, Any], value: Any, dims: Dims) -> Any:
+        if dims["c"][0](state) is None:
+            count = length("links")(state)
+            kinds = as_array(owner, name, value, f"({count},) integers 0 stretch, 1 shear, 2 bend")
+            if kinds.shape != (count,) or (kinds.size and kinds.dtype.kind not in "iu"):
+                raise ValueError(f"{owner}.{name}: shape {kinds.shape} dtype {kinds.dtype}, expected ({count},) "
+                                 f"integers 0 stretch, 1 shear, 2 bend")
+            bad = np.flatnonzero((kinds < 0) | (kinds > 2))
+            if bad.size:
+                k = int(bad[0])
+                raise ValueError(f"{owner}.{name}[{k}] = {int(kinds[k])}: expected 0 stretch, 1 shear, 2 bend")
+            value = kinds
+        return super().check(owner, name, state, value, dims)
+
+
+@persistent
 @dataclass(eq=False)
 class Cloth(Revisioned):
     """A cloth's particles, constraint tables and state, validated on construction.
@@ -56,110 +118,122 @@ class Cloth(Revisioned):
     stored in colour order (see ``loom.engine.coloring``): ``link_color_offsets[c]:link_color_offsets[c+1]``
     is colour c, whose links share no particle.
 
-    Fields come in four groups — Newton's split of rest data (Model) from changing data (State), kept in
+    Fields come in three groups — Newton's split of rest data (Model) from changing data (State), kept in
     one component so ``cloth.x``, ``cloth.v``, ``cloth.inv_mass`` stay where games and kernels read them:
     the constructor inputs (``x`` and ``inv_mass`` are also state); derived rest data, which no step
     changes (colour-ordered links, rest lengths and angles, ``base_inv_mass``; tearing rebuilds them
-    whole); the state a step changes (``x``, ``v``, ``x_prev``, ``force``; ``inv_mass`` where pins and
-    grabs hold particles); and solver internals (XPBD multipliers, tether tables, the guard's
-    ``rejected_steps``). What one model keeps per cloth lives outside, in resources dropped when the
-    cloth is despawned (``loom.systems.shared.model_index``).
+    whole: a new topology); the state a step changes (``x``, ``v``, ``x_prev``, ``force``, ``contact``;
+    ``inv_mass`` where pins and grabs hold particles), with the two counters every model reads (``changes``,
+    ``rejected_steps``). What a model keeps per cloth (XPBD's multipliers and tethers, Verlet's and mass-spring's
+    tables) is not here: the model makes it when a cloth of it appears and drops it with the entity
+    (``loom.systems.xpbd.xpbd_data``, ``loom.systems.shared.model_index``).
 
-    Every field is checked when assigned (``cloth.x = ...``): shape against the particle, link, bend-quad,
-    triangle and tether counts (fixed by the topology), dtype converted to what kernels take, finite
-    floats, indices in range — else one ValueError naming Cloth.field. Sizes that change together
-    (rebuilt tethers) go through ``cloth.assign(...)``; ``check_state()`` re-checks the whole object.
+    ``changes`` is the one signal that tells every model that pins, grabs, masses or the topology changed or that
+    the guard refused a step: whoever changes them calls ``cloth.changed()`` (pins, grabs and tearing do;
+    assigning ``inv_mass``, ``base_inv_mass``, ``mass`` or ``rejected_steps`` counts by itself), and a model
+    that keeps something derived from them compares ``changes`` with the value it last saw. A game that writes
+    ``inv_mass`` in place calls ``cloth.changed()`` after it.
+
+    Every field is checked when assigned (``cloth.x = ...``): shape against the particle, link, bend-quad and
+    triangle counts (fixed by the topology), dtype converted to what kernels take, finite
+    floats, indices in range — else one ValueError naming Cloth.field. Fields that change together go through
+    ``cloth.assign(...)``; ``check_state()`` re-checks the whole object.
     Rest data and index tables (``mass``, ``rest_x``, ``rest_uv``, ``links``, ``link_kind``, ``triangles``,
-    ``bend_quads``, the colour-ordered link tables and offsets, ``bend_rest_angle``, ``base_inv_mass`` and the
-    tether tables) are read-only arrays: an in-place write (``cloth.link_i[0] = 10**6``) raises ValueError, so no
+    ``bend_quads``, the colour-ordered link tables and offsets, ``bend_rest_angle``, ``base_inv_mass``) are
+    read-only arrays: an in-place write (``cloth.link_i[0] = 10**6``) raises ValueError, so no
     kernel reads an unchecked index; assign a new array instead (checked). The state (``x``, ``v``, ``x_prev``,
-    ``force``, ``contact``, ``inv_mass``) and the XPBD multipliers stay writable: the guard checks x, v and x_prev
+    ``force``, ``contact``, ``inv_mass``) stays writable: the guard checks x, v and x_prev
     before each step (non-finite or beyond ±1e6 m restores the last good state) and refuses a step that leaves
     them non-finite or exploded.
     """
 
     # --- constructor inputs ---------------------------------------------------------------------
-    x: np.ndarray
+    x: np.ndarray = checked_field(Arr(("n", 3), dtype="state", unit=" [m]"))
     """Particle positions [m], shape (n, 3); also the rest shape unless ``rest_x`` is given."""
-    mass: np.ndarray
+    mass: np.ndarray = checked_field(Arr(("n",), low=0.0, low_open=True, unit=" [kg]", readonly=True))
     """Particle masses [kg], shape (n,), each > 0."""
-    links: np.ndarray
+    links: np.ndarray = checked_field(_Indices(("c", 2)))
     """Distance constraints as particle pairs, shape (c, 2) int; rest lengths come from ``rest_x``."""
-    link_kind: np.ndarray
+    link_kind: np.ndarray = checked_field(_LinkKinds())
     """Kind of each link, shape (c,): 0 stretch, 1 shear, 2 bend (selects its compliance)."""
-    triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int32))
+    triangles: np.ndarray = checked_field(_Indices(("t", 3)), default_factory=lambda: np.zeros((0, 3), np.int32))
     """Triangles (t, 3) int, counter-clockwise seen from the front (rendering, wind, collisions)."""
-    bend_quads: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int32))
+    bend_quads: np.ndarray = checked_field(_Indices(("b", 4)), default_factory=lambda: np.zeros((0, 4), np.int32))
     """Dihedral bending elements (b, 4) int: shared edge (e0, e1), then opposite vertices (o0, o1)."""
-    rest_x: np.ndarray | None = None
+    rest_x: np.ndarray | None = checked_field(Arr(("n", 3), unit=" [m]", readonly=True), None)
     """Rest positions [m], shape (n, 3); default: a copy of ``x``."""
-    rest_uv: np.ndarray | None = None
+    rest_uv: np.ndarray | None = checked_field(Arr(("n", 2), unit=" [m]", readonly=True), None)
     """Rest material coordinates [m], shape (n, 2) (texture and anisotropy); default: zeros."""
-    inv_mass: np.ndarray | None = None
+    inv_mass: np.ndarray | None = checked_field(Arr(("n",), low=0.0, unit=" [1/kg]"), None)
     """Inverse masses [1/kg], shape (n,), >= 0; 0 fixes a particle for good. Default: 1/mass."""
-    material: ClothMaterial = field(default_factory=ClothMaterial)
+    material: ClothMaterial = checked_field(Instance(ClothMaterial, "a ClothMaterial"), default_factory=ClothMaterial)
     """Fabric parameters (density, compliances, damping, thickness, friction)."""
-    model: str = "xpbd"
+    model: str = checked_field(Custom(_model), "xpbd")
     """Solver that steps this cloth: a built-in one of ``MODELS`` or a registered one (``MODEL_SPECS``);
     fixed once built (replace the component to switch)."""
-    settings: Any = None
+    settings: Any = checked_field(Custom(_settings), None)
     """The model's settings (VerletSettings, MassSpringSettings, ImplicitSettings); None: defaults."""
-    iterations: int = 1
+    iterations: int = checked_field(Int(1), 1)
     """Constraint sweeps per substep [-] (XPBD: each a Gauss–Seidel pass over the links and bend quads, then the
     yarns; after the collisions the yarns run once more). With the default 16 substeps, 1 keeps a 64² sheet draped
     over a ball or a table within 2 % while it lands and 0.1–0.5 % at rest (docs/models.md, "Stiffness").
     Raise substeps before sweeps."""
-    tethers: bool = True
+    tethers: bool = checked_field(Flag(), True)
     """Long-range attachments (Kim et al. 2012): no particle drifts farther from its pinned
     particles than in the rest shape. Cures super-elastic sag at high resolution for little cost."""
-    tether_count: int = 2
+    tether_count: int = checked_field(Int(1), 2)
     """Pinned particles each free particle is tethered to (the nearest in rest space)."""
-    yarns: bool = True
+    yarns: bool = checked_field(Flag(), True)
     """XPBD: solve each warp and weft line of stretch links exactly, a tridiagonal system per line, after every
     sweep (``loom.systems.xpbd.yarns``): a correction crosses the cloth in one sweep instead of one link per
     sweep, so cloth that hangs from a contact or carries a load stays within a few % stretch. False: plain
     Gauss–Seidel sweeps (cheaper per sweep, much stretchier where the cloth is not pinned)."""
-    self_collision: bool = False
+    self_collision: bool = checked_field(Flag(), False)
     """Keep this cloth's particles ``material.thickness`` apart from each other and from other
     self-colliding cloths (systems/collision/self_collision.py). Costs about as much as the constraint solve."""
-    self_collision_mode: str = "particle"
+    self_collision_mode: str = checked_field(Choice(SELF_COLLISION_MODES), "particle")
     """"particle": particle pairs only (fine meshes, spacing ≤ thickness); "triangle": also keep
     particles off non-incident triangles (coarse meshes)."""
-    precision: str = "float64"
+    precision: str = checked_field(Custom(_precision), "float64")
     """Storage of the changing particle state (x, x_prev, v, force): "float64", or "float32" for
     half the memory traffic (XPBD only; rest data, masses and constraint tables stay float64, and
     kernels compute in float64). Accuracy and speed are measured in docs/physics.md."""
 
     # --- derived rest data (Model: coloured constraint tables; no step changes them) ------------
-    link_order: np.ndarray = field(init=False, repr=False)
+    link_order: np.ndarray = checked_field(
+        Arr(("c",), "i", dtype=np.int64, count="c", readonly=True), init=False, repr=False)
     """Colour order of the links: ``link_i == links[link_order, 0]``, (c,) int64."""
-    link_i: np.ndarray = field(init=False, repr=False)
+    link_i: np.ndarray = checked_field(Arr(("c",), "i", count="n", readonly=True), init=False, repr=False)
     """First particle of each link, (c,) int32, colour order."""
-    link_j: np.ndarray = field(init=False, repr=False)
+    link_j: np.ndarray = checked_field(Arr(("c",), "i", count="n", readonly=True), init=False, repr=False)
     """Second particle of each link, (c,) int32, colour order."""
-    link_rest: np.ndarray = field(init=False, repr=False)
+    link_rest: np.ndarray = checked_field(
+        Arr(("c",), low=0.0, low_open=True, unit=" [m]", readonly=True), init=False, repr=False)
     """Rest length of each link [m], (c,)."""
-    link_compliance: np.ndarray = field(init=False, repr=False)
+    link_compliance: np.ndarray = checked_field(
+        Arr(("c",), low=0.0, unit=" [m/N]", readonly=True), init=False, repr=False)
     """Compliance of each link [m/N], (c,), from the material by kind."""
-    link_max: np.ndarray = field(init=False, repr=False)
+    link_max: np.ndarray = checked_field(
+        Arr(("c",), finite=False, low=0.0, low_open=True, unit=" [m]", readonly=True), init=False, repr=False)
     """Provot strain-limit length of each link [m], (c,); inf where no limit applies."""
-    link_color_offsets: np.ndarray = field(init=False, repr=False)
+    link_color_offsets: np.ndarray = checked_field(Offsets("c"), init=False, repr=False)
     """Colour slices of the link tables, (colors + 1,) int32; within a colour, stretch links come last."""
-    bend_rest_angle: np.ndarray = field(init=False, repr=False)
+    bend_rest_angle: np.ndarray = checked_field(Arr(("b",), unit=" [rad]", readonly=True), init=False, repr=False)
     """Rest dihedral angle of each bend quad [rad], (b,), colour order."""
-    bend_color_offsets: np.ndarray = field(init=False, repr=False)
+    bend_color_offsets: np.ndarray = checked_field(Offsets("b"), init=False, repr=False)
     """Colour slices of ``bend_quads``, (colors + 1,) int32."""
-    base_inv_mass: np.ndarray = field(init=False, repr=False)
+    base_inv_mass: np.ndarray = checked_field(
+        Arr(("n",), low=0.0, unit=" [1/kg]", readonly=True), init=False, repr=False)
     """Inverse masses with no pins [1/kg], (n,); pins set ``inv_mass`` to 0 and release back to this."""
 
     # --- state (State: what a step changes, with x and inv_mass above) --------------------------
-    v: np.ndarray = field(init=False, repr=False)
+    v: np.ndarray = checked_field(Arr(("n", 3), dtype="state", unit=" [m/s]"), init=False, repr=False)
     """Particle velocities [m/s], (n, 3)."""
-    x_prev: np.ndarray = field(init=False, repr=False)
+    x_prev: np.ndarray = checked_field(Arr(("n", 3), dtype="state", unit=" [m]"), init=False, repr=False)
     """Positions at the start of the last substep [m], (n, 3)."""
-    force: np.ndarray = field(init=False, repr=False)
+    force: np.ndarray = checked_field(Arr(("n", 3), dtype="state", unit=" [N]"), init=False, repr=False)
     """External forces for this step [N], (n, 3): wind and user forces add here; cleared after each step."""
-    contact: np.ndarray = field(init=False, repr=False)
+    contact: np.ndarray = checked_field(Arr(("n", 5), unit=" [-]"), init=False, repr=False)
     """What each particle touched in the last substep, (n, 5): the collider's outward unit normal (columns 0–2, [-])
     and in column 3 1.0 if that collider was at rest (moved less than a tenth of the contact reach), 0.0 if it moved;
     −1.0 and no normal if it touched only two-way bodies (``Collider.two_way``: they give way, and the contact's push
@@ -174,37 +248,39 @@ class Cloth(Revisioned):
     pushed back out by the contact (which left the links at the rim 2–3 % long every substep). After the collisions a
     yarn touching a two-way body is not solved again, and a squeezed-out particle does not move."""
 
-    # --- solver internals (XPBD multipliers, tethers, the guard's counter) ---------------------
-    link_lambda: np.ndarray = field(init=False, repr=False)
-    """XPBD Lagrange multipliers of the links [N·s²], (c,), reset every substep."""
-    bend_lambda: np.ndarray = field(init=False, repr=False)
-    """XPBD multipliers of the bend quads, (b,), reset every substep."""
-    tether_offsets: np.ndarray = field(init=False, repr=False)
-    """CSR offsets of each particle's tethers, (n + 1,) int32 (all zero until pins are known)."""
-    tether_anchor: np.ndarray = field(init=False, repr=False)
-    """Pinned particle of each tether, (m,) int32."""
-    tether_length: np.ndarray = field(init=False, repr=False)
-    """Rest distance of each tether [m], (m,)."""
-    tether_anchor_mask: np.ndarray = field(init=False, repr=False)
-    """Which particles were anchors when the tethers were built, (n,) bool."""
-    rejected_steps: int = field(init=False, default=0)
+    # --- counters every model reads ---------------------------------------------------------------
+    changes: int = checked_field(Int(0), init=False, default=0)
+    """The change signal: counts the changes a model must follow — pins or grabs taking or letting go of particles,
+    masses or inverse masses assigned, a new topology (tearing), a step the guard refused (``changed()``). A model
+    keeps the value it last saw and refreshes what it derived (XPBD's tethers, Verlet's retry) when it moved."""
+    rejected_steps: int = checked_field(Int(0), init=False, default=0)
     """Steps refused because they would have written NaN or inf (the state was restored)."""
 
+    _check_first = ("precision", "model", "rest_x", "link_i")
+    """Checked before the other fields (``check_state``, ``assign``): the fields that fix the state dtype, the
+    settings class and the shape symbols n and c, so every other field is checked against converted values."""
+
     def __post_init__(self) -> None:
-        owner = "Cloth"
-        self.x = floats(owner, "x", self.x, (None, 3), unit=" [m]")
+        """Check each constructor input with its declared spec (``_given``; the fields that fix the state dtype,
+        the model and the particle count first), fill the defaults (``rest_x`` a copy of ``x``, ``rest_uv`` zeros,
+        ``inv_mass`` 1/mass), then derive the colour-ordered link and bend tables and the zeroed state."""
+        self.precision = self._given("precision")
+        self.model = self._given("model")
+        self.settings = self._given("settings")
+        if self.precision == "float32" and not MODEL_SPECS[self.model].float32:
+            raise ValueError(f"Cloth.precision = 'float32' with model = {self.model!r}: float32 state is "
+                             f"for models whose kernels take it (xpbd; ModelSpec.float32)")
+        positions = self.x
+        if self.rest_x is not None:
+            self.rest_x = self._given("rest_x")           # a given rest shape fixes the particle count n
+        self.x = self._given("x")                         # stored in the precision's dtype
         n = self.x.shape[0]
         if n == 0:
             raise ValueError("Cloth.x: shape (0, 3): a cloth needs at least one particle")
-        self.mass = floats(owner, "mass", self.mass, (n,), unit=" [kg]")
-        bad = np.flatnonzero(self.mass <= 0.0)
-        if bad.size:
-            k = int(bad[0])
-            raise ValueError(f"Cloth.mass[{k}] = {show(self.mass[k])}: must be > 0 [kg] (pin it to hold it still)")
-        self.rest_x = self.x.copy() if self.rest_x is None else floats(owner, "rest_x", self.rest_x, (n, 3),
-                                                                         unit=" [m]")
-        self.rest_uv = np.zeros((n, 2)) if self.rest_uv is None else floats(owner, "rest_uv", self.rest_uv,
-                                                                              (n, 2), unit=" [m]")
+        if self.rest_x is None:
+            self.rest_x = self._given("rest_x", positions)    # float64, whatever the state's precision
+        self.mass = self._given("mass")
+        self.rest_uv = np.zeros((n, 2)) if self.rest_uv is None else self._given("rest_uv")
         if self.inv_mass is None:
             with np.errstate(over="ignore"):
                 self.inv_mass = 1.0 / self.mass
@@ -213,52 +289,34 @@ class Cloth(Revisioned):
                 k = int(huge[0])
                 raise ValueError(f"Cloth.mass[{k}] = {show(self.mass[k])}: so small its inverse overflows [kg]")
         else:
-            self.inv_mass = floats(owner, "inv_mass", self.inv_mass, (n,))
-            bad = np.flatnonzero(self.inv_mass < 0.0)
-            if bad.size:
-                k = int(bad[0])
-                raise ValueError(f"Cloth.inv_mass[{k}] = {show(self.inv_mass[k])}: must be >= 0 [1/kg] "
-                                 f"(0 pins a particle)")
+            self.inv_mass = self._given("inv_mass")
         self.base_inv_mass = self.inv_mass.copy()
-        self.triangles = indices(owner, "triangles", self.triangles, (None, 3), n)
+        self.triangles = self._given("triangles")
         _check_triangles(self.triangles, self.rest_x)
-        links = indices(owner, "links", self.links, (None, 2), n)
-        kinds = np.asarray(self.link_kind)
-        if kinds.shape != (links.shape[0],) or (kinds.size and kinds.dtype.kind not in "iu"):
-            raise ValueError(f"Cloth.link_kind: shape {kinds.shape} dtype {kinds.dtype}, expected "
-                             f"({links.shape[0]},) integers 0 stretch, 1 shear, 2 bend")
-        if kinds.size and (kinds.min() < 0 or kinds.max() > 2):
-            k = int(np.flatnonzero((kinds < 0) | (kinds > 2))[0])
-            raise ValueError(f"Cloth.link_kind[{k}] = {int(kinds[k])}: expected 0 stretch, 1 shear, 2 bend")
-        self.links, self.link_kind = links, np.ascontiguousarray(kinds, dtype=np.int8)
-        quads = indices(owner, "bend_quads", self.bend_quads, (None, 4), n)
-        if not isinstance(self.material, ClothMaterial):
-            raise FieldError(f"Cloth.material = {self.material!r}: expected a ClothMaterial "
-                            f"(or a preset name with Cloth.from_mesh)")
-        spec = model_spec(self.model)                     # ValueError naming the known models
-        self.settings = settings_for(self.model, self.settings)
-        self.iterations = integer(owner, "iterations", self.iterations, low=1)
-        self.tether_count = integer(owner, "tether_count", self.tether_count, low=1)
-        self.tethers = bool(self.tethers)
-        self.yarns = bool(self.yarns)
-        self.self_collision = bool(self.self_collision)
-        choice(owner, "self_collision_mode", self.self_collision_mode, SELF_COLLISION_MODES)
-        self._build_links(links, self.link_kind)
+        self.links = self._given("links")
+        self.link_kind = self._given("link_kind")         # against the links given with it
+        quads = self._given("bend_quads")
+        for name in ("material", "iterations", "tether_count", "tethers", "yarns", "self_collision",
+                     "self_collision_mode"):
+            setattr(self, name, self._given(name))
+        self._build_links(self.links, self.link_kind)
         self._build_bends(quads)
-        choice(owner, "precision", self.precision, PRECISIONS)
-        if self.precision == "float32":
-            if not spec.float32:
-                raise ValueError(f"Cloth.precision = 'float32' with model = {self.model!r}: float32 state is "
-                                 f"for models whose kernels take it (xpbd; ModelSpec.float32)")
-            self.x = self.x.astype(np.float32)
         self.v = np.zeros_like(self.x)
         self.x_prev = self.x.copy()
         self.force = np.zeros_like(self.x)
         self.contact = np.zeros((n, 5))
-        self.tether_offsets = np.zeros(n + 1, np.int32)
-        self.tether_anchor = np.zeros(0, np.int32)
-        self.tether_length = np.zeros(0)
-        self.tether_anchor_mask = np.zeros(n, np.bool_)
+        self.__dict__["changes"] = 0                      # the assignments above built the cloth: no change yet
+
+    def _given(self, name: str, value: Any = None) -> Any:
+        """``value`` (None: the field as given to the constructor) checked and converted by the field's declared
+        spec against the fields checked before it (its own given value fixes no shape symbol); an array that is
+        still the caller's own is returned as a copy, so the cloth owns its arrays."""
+        given = self.__dict__[name] if value is None else value
+        state = {key: item for key, item in self.__dict__.items() if key != name}
+        spec = self._fields[name]
+        checked = spec.check("Cloth", name, state, given, self._dims)
+        return checked.copy() if checked is given and isinstance(checked, np.ndarray) and not spec.readonly \
+            else checked
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "model" and "model" in self.__dict__ and value != self.__dict__["model"]:
@@ -268,6 +326,14 @@ class Cloth(Revisioned):
         super().__setattr__(name, value)
         if name == "material" and "link_compliance" in self.__dict__:
             self._link_material()
+        elif name in _SIGNALLED and "changes" in self.__dict__:
+            self.changed()
+
+    def changed(self) -> None:
+        """Tell every model that pins, grabs, masses or the topology of this cloth changed, or that the guard
+        refused a step: ``changes`` moves on (``revision`` does not: no array was replaced). Pins, grabs and
+        tearing call it; a game that writes ``inv_mass`` in place calls it after the write."""
+        self.__dict__["changes"] = self.__dict__.get("changes", 0) + 1
 
     def _link_material(self) -> None:
         """Each link's compliance and limit from the material by kind, both new read-only arrays (``material`` was
@@ -313,7 +379,6 @@ class Cloth(Revisioned):
         self.link_j = np.ascontiguousarray(links[order, 1])
         self.link_rest = np.ascontiguousarray(rest[order])
         self._link_material()
-        self.link_lambda = np.zeros(links.shape[0])
 
     def _build_bends(self, quads: np.ndarray) -> None:
         """Colour the dihedral bend quads and measure their rest angles (used by bend_model="dihedral"
@@ -321,7 +386,6 @@ class Cloth(Revisioned):
         order, self.bend_color_offsets = color_order(quads, self.particle_count)
         self.bend_quads = np.ascontiguousarray(quads[order])
         self.bend_rest_angle = dihedral_angles(self.rest_x, self.bend_quads)
-        self.bend_lambda = np.zeros(self.bend_quads.shape[0])
 
     # --- constructors ---------------------------------------------------------------------------
     @classmethod
@@ -405,79 +469,14 @@ class Cloth(Revisioned):
         return d[self.link_kind[self.link_order] == kind]
 
 
-def _model(owner: str, name: str, state: Any, value: Any) -> str:
-    """Cloth.model: a known model name, fixed once built (``Cloth.__setattr__`` names the way to switch)."""
-    if not isinstance(value, str):
-        raise FieldError(f"{owner}.{name} = {value!r}: expected a model name")
-    model_spec(value)
-    return value
-
-
-def _precision(owner: str, name: str, state: Any, value: Any) -> str:
-    """Cloth.precision: fixed once built (x, v, x_prev and force are stored in it)."""
-    choice(owner, name, value, PRECISIONS)
-    if value != state.get("precision", value):
-        raise ValueError(f"{owner}.{name} = {value!r}: fixed when the cloth is built (its state arrays are "
-                         f"{state['precision']}); build a new Cloth to change it")
-    return value
-
-
-def _settings(owner: str, name: str, state: Any, value: Any) -> Any:
-    """Cloth.settings: an instance of the model's settings class (None: its defaults)."""
-    return settings_for(state.get("model"), value)
-
-
+_SIGNALLED = frozenset(("inv_mass", "base_inv_mass", "mass", "rejected_steps"))
+"""Fields whose assignment counts as a change (``Cloth.changed``)."""
 _TOPOLOGY = "build a new Cloth to change the mesh"
 Cloth._dims = {
     "n": (length("rest_x"), "particles", "the particle count is fixed by the cloth's topology"),
-    "n1": (length("rest_x", plus=1), "particles + 1", "one offset per particle, plus one"),
     "c": (length("link_i"), "links", f"the link count is fixed by the cloth's topology; {_TOPOLOGY}"),
     "b": (length("bend_quads"), "bend quads", f"the bend quad count is fixed by the cloth's topology; {_TOPOLOGY}"),
     "t": (length("triangles"), "triangles", f"the triangle count is fixed by the cloth's topology; {_TOPOLOGY}"),
-    "m": (length("tether_anchor"), "tethers", "the tether count changes only with its tables: "
-          "cloth.assign(tether_offsets=..., tether_anchor=..., tether_length=...)"),
-}
-Cloth._fields = {
-    "precision": Custom(_precision),
-    "model": Custom(_model),
-    "rest_x": Arr(("n", 3), unit=" [m]", readonly=True),
-    "x": Arr(("n", 3), dtype="state", unit=" [m]"),
-    "mass": Arr(("n",), low=0.0, low_open=True, unit=" [kg]", readonly=True),
-    "links": Arr(("c", 2), "i", count="n", readonly=True),
-    "link_kind": Arr(("c",), "i", dtype=np.int8, low=0, high=2, readonly=True),
-    "triangles": Arr(("t", 3), "i", count="n", readonly=True),
-    "bend_quads": Arr(("b", 4), "i", count="n", readonly=True),
-    "rest_uv": Arr(("n", 2), unit=" [m]", readonly=True),
-    "inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]"),
-    "material": Instance(ClothMaterial, "a ClothMaterial"),
-    "settings": Custom(_settings),
-    "iterations": Int(1),
-    "tethers": Flag(),
-    "tether_count": Int(1),
-    "yarns": Flag(),
-    "self_collision": Flag(),
-    "self_collision_mode": Choice(SELF_COLLISION_MODES),
-    "link_order": Arr(("c",), "i", dtype=np.int64, count="c", readonly=True),
-    "link_i": Arr(("c",), "i", count="n", readonly=True),
-    "link_j": Arr(("c",), "i", count="n", readonly=True),
-    "link_rest": Arr(("c",), low=0.0, low_open=True, unit=" [m]", readonly=True),
-    "link_compliance": Arr(("c",), low=0.0, unit=" [m/N]", readonly=True),
-    "link_max": Arr(("c",), finite=False, low=0.0, low_open=True, unit=" [m]", readonly=True),
-    "link_color_offsets": Offsets("c"),
-    "bend_rest_angle": Arr(("b",), unit=" [rad]", readonly=True),
-    "bend_color_offsets": Offsets("b"),
-    "base_inv_mass": Arr(("n",), low=0.0, unit=" [1/kg]", readonly=True),
-    "v": Arr(("n", 3), dtype="state", unit=" [m/s]"),
-    "x_prev": Arr(("n", 3), dtype="state", unit=" [m]"),
-    "contact": Arr(("n", 5), unit=" [-]"),
-    "force": Arr(("n", 3), dtype="state", unit=" [N]"),
-    "link_lambda": Arr(("c",)),
-    "bend_lambda": Arr(("b",)),
-    "tether_offsets": Offsets("m", ("n1",)),
-    "tether_anchor": Arr(("m",), "i", count="n", readonly=True),
-    "tether_length": Arr(("m",), low=0.0, unit=" [m]", readonly=True),
-    "tether_anchor_mask": Arr(("n",), "b", readonly=True),
-    "rejected_steps": Int(0),
 }
 
 

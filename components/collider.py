@@ -8,98 +8,113 @@ the cloth's own as √(μ_cloth·μ_collider). Shapes live in the entity's local
     Sphere(radius)           ball centred on the origin
     Capsule(radius, half_length)   segment from (0, −h, 0) to (0, +h, 0) swept by a ball (a limb, a pole)
     Cylinder(radius, half_height)  flat-ended cylinder along local y (a round table top, a post)
+    Cone(radius, half_height, top_radius)   capped cone along local y: ``radius`` at the base (y = −h),
+                             ``top_radius`` at the top (y = +h; 0, the default: a pointed cone)
     Box(half_extents)        oriented box centred on the origin (a table top, a platform)
     Prism(polygon, half_depth)     convex polygon in the xy plane extruded ±half_depth along z
                              (a pymunk polygon in a 2D game)
     TriangleMesh(vertices, triangles)   static mesh, front = counter-clockwise side (a statue, a hull)
 
 A shape's arrays (``Plane.normal``, ``Box.half_extents``, ``Prism.polygon``, a TriangleMesh's tables) are read-only:
-assign a new value (checked) rather than writing into them. Move the Transform to move a collider: its motion over a step gives the surface velocity that
-friction acts against, so cloth resting on a moving platform rides along.
+assign a new value (checked) rather than writing into them. Move the Transform to move a collider: its motion over a
+step gives the surface velocity that friction acts against, so cloth resting on a moving platform rides along.
+
+The shape table: ``SHAPES`` is the one list of shapes. Each shape class declares, in its own body, everything the
+rest of Loom needs of it (``Shape``): its kind code (its place in ``SHAPES``), how it is packed for the kernels
+(``pack``: one row of ``ColliderSet.params``), its bounding ball and box (``extents``, packed with it, so no kernel
+knows a shape's size), whether cloth at rest on it keeps the contact skin (``skin``), its triangles for the
+renderers (``tessellate``) and what changes them (``look``). Its signed distance is one numba function in
+``loom.systems.shared.shapes`` registered for the class (``distance_of``); docs/architecture.md, "Add a collider
+shape", walks through the cone.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from abc import ABCMeta, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 import numpy as np
 
-from loom.components._revision import Checked
-from loom.components._validate import Arr, Custom, FieldError, Fixed, Flag, Instance, Offsets, Real, floats, indices, \
-    length, real, show, unit_vector
+from loom.components import _tessellation as tess
+from loom.components._revision import Checked, Revisioned, checked_field
+from loom.components._validate import Arr, Custom, Fixed, Flag, Instance, Offsets, Real, floats, indices, length, \
+    show, unit_vector
 from loom.engine.geometry import triangle_areas
+from loom.engine.persist import persistent
+
+NO_SKIN, ROUND, FLAT = 0, 1, 2
+"""``Shape.skin``: whether a particle just beyond the contact reach of the shape at rest still touches it
+(``loom.systems.collision.environment.CONTACT_SKIN``): never (NO_SKIN: planes, prisms, meshes); ROUND, always (a
+convex round surface the solve slides cloth along: spheres, capsules, cylinders, cones); FLAT, while no two-way body
+is near the cloth (boxes)."""
+
+PLANE_EXTENT = 60.0
+"""Half side [m] of the square drawn for an (infinite) Plane collider, around its Transform's position."""
 
 
-@dataclass(eq=False)
-class Plane(Checked):
-    """An infinite plane through the Transform's position; cloth stays on the side ``normal`` points to."""
+class Packing:
+    """What ``gather_colliders`` hands each shape's ``pack``: the arrays several colliders share, which a shape may
+    append to (a prism's outline, a mesh), and the mesh row of the collider being packed (−1: none)."""
 
-    normal: Any = (0.0, 1.0, 0.0)
-    """Local normal (3,), normalised on construction; default +y: a floor."""
+    def __init__(self) -> None:
+        self.polygons: list[np.ndarray] = []
+        """Prism outlines (P_i, 2) [m], concatenated into ``ColliderSet.polygons``."""
+        self.polygon_rows = 0
+        """Rows of ``polygons`` so far."""
+        self.meshes: list[TriangleMesh] = []
+        """The TriangleMeshes, in ``ColliderSet.meshes`` order."""
+        self.mesh = -1
+        """The packed collider's row of ``meshes`` (set by ``add_mesh``; −1 for a shape with no mesh)."""
 
-    def __post_init__(self) -> None:
-        self.normal = unit_vector("Plane", "normal", {}, self.normal)
+    def add_polygon(self, polygon: np.ndarray) -> int:
+        """Append an outline (k, 2) [m]; return its first row in ``ColliderSet.polygons``."""
+        first = self.polygon_rows
+        self.polygons.append(polygon)
+        self.polygon_rows += polygon.shape[0]
+        return first
 
-
-@dataclass(eq=False)
-class Sphere(Checked):
-    """A ball of ``radius`` [m] centred on the Transform's position."""
-
-    radius: float
-
-    def __post_init__(self) -> None:
-        self.radius = real("Sphere", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
-
-
-@dataclass(eq=False)
-class Capsule(Checked):
-    """A segment along local y from −half_length to +half_length [m], swept by a ball of ``radius`` [m]."""
-
-    radius: float
-    half_length: float
-
-    def __post_init__(self) -> None:
-        self.radius = real("Capsule", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
-        self.half_length = real("Capsule", "half_length", self.half_length, low=0.0, unit=" [m]")
+    def add_mesh(self, shape: TriangleMesh) -> int:
+        """Append a mesh; it becomes the packed collider's ``mesh`` row, returned."""
+        self.mesh = len(self.meshes)
+        self.meshes.append(shape)
+        return self.mesh
 
 
-@dataclass(eq=False)
-class Cylinder(Checked):
-    """A flat-ended cylinder of ``radius`` [m] along local y from −half_height to +half_height [m]."""
+class Shape(Revisioned, metaclass=ABCMeta):
+    """A collider shape's entry in the shape table (``SHAPES``): what every system needs of it, declared with it.
 
-    radius: float
-    half_height: float
+    A subclass is a ``@dataclass`` whose fields are declared with ``checked_field`` and implements ``pack``,
+    ``extents`` and ``tessellate`` (a class missing one cannot be built); its signed distance is registered in
+    ``loom.systems.shared.shapes`` (``distance_of``), checked when that module is imported. ``revision`` counts
+    assignments to its fields (``Revisioned``): the colliders' packing repacks a shape only when it changed."""
 
-    def __post_init__(self) -> None:
-        self.radius = real("Cylinder", "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
-        self.half_height = real("Cylinder", "half_height", self.half_height, low=0.0, low_open=True, unit=" [m]")
+    code: ClassVar[int] = -1
+    """Kind code in ``ColliderSet.kind``: the class's place in ``SHAPES`` (set there)."""
+    skin: ClassVar[int] = NO_SKIN
+    """NO_SKIN, ROUND or FLAT: whether cloth resting on it keeps the contact skin."""
+    basic: ClassVar[bool] = True
+    """Its signed distance needs only its ``params`` row (``shapes.basic_sdf``); False for shapes that read shared
+    arrays (a prism's outline, a mesh): the contact kernels compiled without them skip those."""
 
+    @abstractmethod
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        """Its row of ``ColliderSet.params``: the four numbers [m] its signed distance reads."""
 
-@dataclass(eq=False)
-class Box(Checked):
-    """An oriented box with ``half_extents`` (3,) [m] along its local axes, centred on the origin."""
+    @abstractmethod
+    def extents(self) -> tuple[float, float, float, float]:
+        """(bound, ex, ey, ez) [m]: the radius of a ball about the local origin holding the shape (0: unbounded,
+        then every particle is tested against it) and the half extents of a box along its local axes holding it
+        (a plane: its normal)."""
 
-    half_extents: Any
+    @abstractmethod
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        """Triangle list in the local frame, (3·t, 8) float64 rows of position [m], unit outward normal and uv
+        [m], counter-clockwise seen from outside; ``segments`` around a round shape."""
 
-    def __post_init__(self) -> None:
-        self.half_extents = floats("Box", "half_extents", self.half_extents, (3,), unit=" [m]")
-        bad = np.flatnonzero(self.half_extents <= 0.0)
-        if bad.size:
-            k = int(bad[0])
-            raise ValueError(f"Box.half_extents[{k}] = {show(self.half_extents[k])}: must be > 0 [m]")
-
-
-@dataclass(eq=False)
-class Prism(Checked):
-    """A convex polygon (k, 2) [m] in the local xy plane, counter-clockwise, extruded ±half_depth along z."""
-
-    polygon: Any
-    half_depth: float = 0.5
-
-    def __post_init__(self) -> None:
-        self.polygon = _polygon("Prism", "polygon", {}, self.polygon)
-        self.half_depth = real("Prism", "half_depth", self.half_depth, low=0.0, low_open=True, unit=" [m]")
+    def look(self) -> tuple:
+        """What its tessellation depends on: every field's value (a renderer tessellates again when it changes)."""
+        return tuple(np.asarray(getattr(self, f.name), float).tobytes() for f in fields(self) if f.init)
 
 
 def _polygon(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
@@ -118,33 +133,231 @@ def _polygon(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
     return np.ascontiguousarray(poly)
 
 
+def _vertices(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """TriangleMesh.vertices: (v, 3) finite [m]."""
+    return floats(owner, name, value, (None, 3), unit=" [m]")
+
+
+def _triangles(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """TriangleMesh.triangles: (t >= 1, 3) indices of vertices."""
+    triangles = indices(owner, name, value, (None, 3), length("vertices")(state) or 0, count_label="vertices")
+    if triangles.shape[0] == 0:
+        raise ValueError(f"{owner}.{name}: shape (0, 3): a mesh needs at least one triangle")
+    return triangles
+
+
+def _cells_plus_one(state: Any) -> int | None:
+    """Grid cells + 1 of a TriangleMesh (the length of its cell_start)."""
+    shape = state.get("grid_shape")
+    if not isinstance(shape, np.ndarray) or shape.shape != (3,):
+        return None
+    return int(np.prod(shape.astype(np.int64))) + 1
+
+
+_METRES = Real(0.0, low_open=True, unit=" [m]")
+"""A length [m] > 0."""
+_GRID = "its search grid is binned from its triangles; build a new TriangleMesh"
+
+
+@persistent
 @dataclass(eq=False)
-class TriangleMesh(Checked):
+class Plane(Shape):
+    """An infinite plane through the Transform's position; cloth stays on the side ``normal`` points to."""
+
+    normal: Any = checked_field(Custom(unit_vector, readonly=True), (0.0, 1.0, 0.0))
+    """Local normal (3,), normalised on construction; default +y: a floor."""
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return (*self.normal.tolist(), 0.0)
+
+    def extents(self) -> tuple[float, float, float, float]:
+        return (0.0, *self.normal.tolist())
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        """A square of ±PLANE_EXTENT [m], uv its in-plane coordinates (a floor's checker)."""
+        return tess.square(self.normal, PLANE_EXTENT)
+
+
+@persistent
+@dataclass(eq=False)
+class Sphere(Shape):
+    """A ball of ``radius`` [m] centred on the Transform's position."""
+
+    radius: float = checked_field(_METRES)
+    """Radius [m] > 0."""
+    skin: ClassVar[int] = ROUND
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return self.radius, 0.0, 0.0, 0.0
+
+    def extents(self) -> tuple[float, float, float, float]:
+        r = self.radius
+        return r, r, r, r
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        phi = np.linspace(0.0, math.pi, segments // 2 + 1)
+        return tess.lathe(self.radius * np.sin(phi), self.radius * np.cos(phi), np.sin(phi), np.cos(phi), segments)
+
+
+@persistent
+@dataclass(eq=False)
+class Capsule(Shape):
+    """A segment along local y from −half_length to +half_length [m], swept by a ball of ``radius`` [m]."""
+
+    radius: float = checked_field(_METRES)
+    """Radius [m] > 0 of the swept ball."""
+    half_length: float = checked_field(Real(0.0, unit=" [m]"))
+    """Half length [m] >= 0 of the segment (0: a sphere)."""
+    skin: ClassVar[int] = ROUND
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return self.radius, self.half_length, 0.0, 0.0
+
+    def extents(self) -> tuple[float, float, float, float]:
+        r, h = self.radius, self.half_length
+        return r + h, r, h + r, r
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        r, h = self.radius, self.half_length
+        top = np.linspace(0.0, math.pi / 2, segments // 4 + 1)
+        bottom = np.linspace(math.pi / 2, math.pi, segments // 4 + 1)
+        phi = np.concatenate([top, bottom])
+        y = r * np.cos(phi) + np.concatenate([np.full(top.size, h), np.full(bottom.size, -h)])
+        return tess.lathe(r * np.sin(phi), y, np.sin(phi), np.cos(phi), segments)
+
+
+@persistent
+@dataclass(eq=False)
+class Cylinder(Shape):
+    """A flat-ended cylinder of ``radius`` [m] along local y from −half_height to +half_height [m]."""
+
+    radius: float = checked_field(_METRES)
+    """Radius [m] > 0."""
+    half_height: float = checked_field(_METRES)
+    """Half height [m] > 0: the flat ends are at y = ±half_height."""
+    skin: ClassVar[int] = ROUND
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return self.radius, self.half_height, 0.0, 0.0
+
+    def extents(self) -> tuple[float, float, float, float]:
+        r, h = self.radius, self.half_height
+        return r + h, r, h, r
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        r, h = self.radius, self.half_height
+        return tess.lathe(np.array([0.0, r, r, r, r, 0.0]), np.array([h, h, h, -h, -h, -h]),
+                          np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0, 0.0, -1.0, -1.0]),
+                          segments)
+
+
+@persistent
+@dataclass(eq=False)
+class Cone(Shape):
+    """A capped cone along local y: a disc of ``radius`` [m] at the base (y = −half_height), one of ``top_radius``
+    [m] at the top (y = +half_height; 0, the default, a pointed cone), joined by a straight slanted side. Its
+    signed distance is exact (``loom.systems.shared.shapes.cone_sdf``)."""
+
+    radius: float = checked_field(_METRES)
+    """Base radius [m] > 0, at y = −half_height."""
+    half_height: float = checked_field(_METRES)
+    """Half height [m] > 0: base at y = −half_height, top at +half_height."""
+    top_radius: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
+    """Top radius [m] >= 0 at y = +half_height (0: a pointed cone, its apex there)."""
+    skin: ClassVar[int] = ROUND
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return self.radius, self.top_radius, self.half_height, 0.0
+
+    def extents(self) -> tuple[float, float, float, float]:
+        wide, h = max(self.radius, self.top_radius), self.half_height
+        return math.sqrt(wide * wide + h * h), wide, h, wide
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        r0, r1, h = self.radius, self.top_radius, self.half_height
+        side = math.hypot(2.0 * h, r0 - r1)
+        nr, ny = 2.0 * h / side, (r0 - r1) / side                  # the slanted side's outward normal
+        return tess.lathe(np.array([0.0, r1, r1, r0, r0, 0.0]), np.array([h, h, h, -h, -h, -h]),
+                          np.array([0.0, 0.0, nr, nr, 0.0, 0.0]), np.array([1.0, 1.0, ny, ny, -1.0, -1.0]), segments)
+
+
+@persistent
+@dataclass(eq=False)
+class Box(Shape):
+    """An oriented box with ``half_extents`` (3,) [m] along its local axes, centred on the origin."""
+
+    half_extents: Any = checked_field(Arr((3,), low=0.0, low_open=True, unit=" [m]", readonly=True))
+    """Half extents (3,) [m], each > 0."""
+    skin: ClassVar[int] = FLAT
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return (*self.half_extents.tolist(), 0.0)
+
+    def extents(self) -> tuple[float, float, float, float]:
+        a, b, c = self.half_extents.tolist()
+        return math.sqrt(a * a + b * b + c * c), a, b, c
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        return tess.box(self.half_extents)
+
+
+@persistent
+@dataclass(eq=False)
+class Prism(Shape):
+    """A convex polygon (k, 2) [m] in the local xy plane, counter-clockwise, extruded ±half_depth along z."""
+
+    polygon: Any = checked_field(Custom(_polygon, readonly=True))
+    """Outline (k >= 3, 2) [m], convex, of non-zero area; stored counter-clockwise."""
+    half_depth: float = checked_field(_METRES, 0.5)
+    """Half depth [m] > 0 along local z."""
+    basic: ClassVar[bool] = False
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        return self.half_depth, packing.add_polygon(self.polygon), self.polygon.shape[0], 0.0
+
+    def extents(self) -> tuple[float, float, float, float]:
+        far = 0.0
+        for x, y in self.polygon.tolist():
+            far = max(far, x * x + y * y)
+        d = self.half_depth
+        return math.sqrt(far + d * d), math.sqrt(far), math.sqrt(far), d
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        return tess.prism(self.polygon, self.half_depth)
+
+
+@persistent
+@dataclass(eq=False)
+class TriangleMesh(Shape):
     """A static triangle mesh in local coordinates; cloth is kept on the front (counter-clockwise) side.
 
     A uniform grid over the triangles (cell ≈ the mean triangle size) is built once here, so a
     query touches only the triangles near a particle (Baraff & Witkin §6 use a bounding-box tree;
     a grid is simpler and as fast for the roughly uniform meshes games use)."""
 
-    vertices: Any
-    triangles: Any
-    cell_size: float = field(init=False, repr=False, default=0.0)
+    vertices: Any = checked_field(Fixed(Custom(_vertices, readonly=True), _GRID))
+    """Vertices (v, 3) [m]."""
+    triangles: Any = checked_field(Fixed(Custom(_triangles, readonly=True), _GRID))
+    """Triangles (t >= 1, 3) int32 rows of vertices, counter-clockwise seen from the front."""
+    cell_size: float = checked_field(Fixed(_METRES, _GRID), 0.0, init=False, repr=False)
     """Grid cell edge [m]."""
-    grid_origin: np.ndarray = field(init=False, repr=False)
+    grid_origin: np.ndarray = checked_field(Fixed(Arr((3,), unit=" [m]", readonly=True), _GRID), init=False,
+                                            repr=False)
     """Lower corner of the grid [m], (3,)."""
-    grid_shape: np.ndarray = field(init=False, repr=False)
+    grid_shape: np.ndarray = checked_field(Fixed(Arr((3,), "i", dtype=np.int64, low=1, high=1 << 20, readonly=True),
+                                                 _GRID), init=False, repr=False)
     """Cells per axis, (3,) int64."""
-    cell_start: np.ndarray = field(init=False, repr=False)
-    """CSR offsets of each cell's triangle list, (cells + 1,) int64."""
-    cell_triangles: np.ndarray = field(init=False, repr=False)
+    cell_triangles: np.ndarray = checked_field(Fixed(Arr(("ct",), "i", count="t", readonly=True), _GRID),
+                                               init=False, repr=False)
     """Triangle indices by cell, int32."""
+    cell_start: np.ndarray = checked_field(Fixed(Offsets("ct", ("cells1",), dtype=np.int64), _GRID), init=False,
+                                           repr=False)
+    """CSR offsets of each cell's triangle list, (cells + 1,) int64."""
+    basic: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        self.vertices = floats("TriangleMesh", "vertices", self.vertices, (None, 3), unit=" [m]")
-        self.triangles = indices("TriangleMesh", "triangles", self.triangles, (None, 3), self.vertices.shape[0],
-                                 count_label="vertices")
-        if self.triangles.shape[0] == 0:
-            raise ValueError("TriangleMesh.triangles: shape (0, 3): a mesh needs at least one triangle")
+        self.vertices = _vertices("TriangleMesh", "vertices", {}, self.vertices)          # the fields' own checks,
+        self.triangles = _triangles("TriangleMesh", "triangles", self.__dict__, self.triangles)   # before the grid
         v, t = self.vertices, self.triangles
         area = triangle_areas(v, t)
         flat = np.flatnonzero(area <= 1e-14)
@@ -157,6 +370,28 @@ class TriangleMesh(Checked):
         self.grid_origin = lo
         self.grid_shape = np.maximum(np.ceil((hi - lo) / self.cell_size).astype(np.int64), 1)
         self.cell_start, self.cell_triangles = _bin_triangles(v, t, lo, self.cell_size, self.grid_shape)
+
+    def pack(self, packing: Packing) -> tuple[float, float, float, float]:
+        packing.add_mesh(self)
+        return 0.0, 0.0, 0.0, 0.0
+
+    def extents(self) -> tuple[float, float, float, float]:
+        """Unbounded for the contact kernels (its grid bounds it: a query outside finds no triangle)."""
+        return 0.0, 0.0, 0.0, 0.0
+
+    def tessellate(self, segments: int = 32) -> np.ndarray:
+        return tess.triangles(self.vertices, self.triangles)
+
+    def look(self) -> tuple:
+        """Its vertex and triangle arrays (read-only: a change is a new array)."""
+        return id(self.vertices), id(self.triangles)
+
+
+TriangleMesh._dims = {
+    "t": (length("triangles"), "triangles", "fixed when the mesh is built"),
+    "ct": (length("cell_triangles"), "grid entries", "fixed when the mesh is built"),
+    "cells1": (_cells_plus_one, "grid cells + 1", "one offset per grid cell, plus one"),
+}
 
 
 def _bin_triangles(v: np.ndarray, t: np.ndarray, origin: np.ndarray, cell: float,
@@ -181,86 +416,32 @@ def _bin_triangles(v: np.ndarray, t: np.ndarray, origin: np.ndarray, cell: float
     return start, np.ascontiguousarray(tri_ids[order])
 
 
-SHAPES = (Plane, Sphere, Capsule, Box, Prism, TriangleMesh, Cylinder)
-PLANE, SPHERE, CAPSULE, BOX, PRISM, MESH, CYLINDER = range(7)
-"""Shape codes used in ``ColliderSet.kind``."""
+SHAPES: tuple[type[Shape], ...] = (Plane, Sphere, Capsule, Box, Prism, TriangleMesh, Cylinder, Cone)
+"""The shape table: every collider shape, each one's kind code its place here (append a new shape at the end)."""
+for _code, _shape in enumerate(SHAPES):
+    _shape.code = _code
+PLANE, BOX, PRISM, MESH = Plane.code, Box.code, Prism.code, TriangleMesh.code
+"""Kind codes the contact kernels name: a plane's half-space, a box's own bound, the shapes of shared arrays."""
 
 
+@persistent
 @dataclass(eq=False)
 class Collider(Checked):
     """A shape cloth collides with, with its contact margin and friction; needs a Transform on the entity."""
 
-    shape: Any
-    """One of Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh."""
-    thickness: float = 0.0
+    shape: Any = checked_field(Instance(SHAPES, "one of " + ", ".join(s.__name__ for s in SHAPES)))
+    """One of ``SHAPES``: Plane, Sphere, Capsule, Box, Prism, TriangleMesh, Cylinder, Cone."""
+    thickness: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
     """Extra margin [m] kept between cloth and surface, added to the cloth's own thickness."""
-    friction: float = 0.5
+    friction: float = checked_field(Real(0.0, unit=" [-]"), 0.5)
     """Coulomb friction coefficient [-]: 0 ice, 0.3 polished wood, 0.6 cloth on wood, 1 rubber."""
-    active: bool = True
+    active: bool = checked_field(Flag(), True)
     """Switch the collider off without removing the component (components are not added per frame)."""
-    two_way: bool = False
+    two_way: bool = checked_field(Flag(), False)
     """The collider's body gives way to the cloth (a two-way pymunk body; the bridge sets it): the cloth solve may
     press cloth into it and the contact's push back out is the body's impulse, so the yarns are not solved again
     after the collisions where they touch it. False (static and moving level geometry): a particle touching it
     slides along it in the yarn solve and the stretch limit, never into it (``Cloth.contact``)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.shape, SHAPES):
-            raise FieldError(f"Collider.shape = {self.shape!r}: expected one of "
-                            f"{', '.join(s.__name__ for s in SHAPES)}")
-        self.thickness = real("Collider", "thickness", self.thickness, low=0.0, unit=" [m]")
-        self.friction = real("Collider", "friction", self.friction, low=0.0, unit=" [-]")
-        self.active = bool(self.active)
-        self.two_way = bool(self.two_way)
-
-
-def _vertices(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
-    """TriangleMesh.vertices: (v, 3) finite [m]."""
-    return floats(owner, name, value, (None, 3), unit=" [m]")
-
-
-def _triangles(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
-    """TriangleMesh.triangles: (t >= 1, 3) indices of vertices."""
-    return indices(owner, name, value, (None, 3), length("vertices")(state) or 0, count_label="vertices")
-
-
-def _cells_plus_one(state: Any) -> int | None:
-    """Grid cells + 1 of a TriangleMesh (the length of its cell_start)."""
-    shape = state.get("grid_shape")
-    if not isinstance(shape, np.ndarray) or shape.shape != (3,):
-        return None
-    return int(np.prod(shape.astype(np.int64))) + 1
-
-
-Plane._fields = {"normal": Custom(unit_vector, readonly=True)}
-Sphere._fields = {"radius": Real(0.0, low_open=True, unit=" [m]")}
-Capsule._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"), "half_length": Real(0.0, unit=" [m]")}
-Cylinder._fields = {"radius": Real(0.0, low_open=True, unit=" [m]"),
-                    "half_height": Real(0.0, low_open=True, unit=" [m]")}
-Box._fields = {"half_extents": Arr((3,), low=0.0, low_open=True, unit=" [m]", readonly=True)}
-Prism._fields = {"polygon": Custom(_polygon, readonly=True), "half_depth": Real(0.0, low_open=True, unit=" [m]")}
-TriangleMesh._dims = {
-    "t": (length("triangles"), "triangles", "fixed when the mesh is built"),
-    "ct": (length("cell_triangles"), "grid entries", "fixed when the mesh is built"),
-    "cells1": (_cells_plus_one, "grid cells + 1", "one offset per grid cell, plus one"),
-}
-_GRID = "its search grid is binned from its triangles; build a new TriangleMesh"
-TriangleMesh._fields = {
-    "vertices": Fixed(Custom(_vertices, readonly=True), _GRID),
-    "triangles": Fixed(Custom(_triangles, readonly=True), _GRID),
-    "cell_size": Fixed(Real(0.0, low_open=True, unit=" [m]"), _GRID),
-    "grid_origin": Fixed(Arr((3,), unit=" [m]", readonly=True), _GRID),
-    "grid_shape": Fixed(Arr((3,), "i", dtype=np.int64, low=1, high=1 << 20, readonly=True), _GRID),
-    "cell_triangles": Fixed(Arr(("ct",), "i", count="t", readonly=True), _GRID),
-    "cell_start": Fixed(Offsets("ct", ("cells1",), dtype=np.int64), _GRID),
-}
-Collider._fields = {
-    "shape": Instance(SHAPES, "one of " + ", ".join(s.__name__ for s in SHAPES)),
-    "thickness": Real(0.0, unit=" [m]"),
-    "friction": Real(0.0, unit=" [-]"),
-    "active": Flag(),
-    "two_way": Flag(),
-}
 
 
 def rotation_to_quaternion(r: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -293,12 +474,14 @@ def quaternion_of(r: np.ndarray) -> tuple[float, float, float, float]:
     return q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm
 
 
+@persistent
 class ColliderSet:
     """App resource: every active Collider packed into flat arrays once per step, for any model's kernels.
 
     Unified table, one row per collider (``entities`` gives its entity):
-      kind (k,) int32 shape code; params (k, 4) shape sizes [m] (sphere r; capsule r, h; cylinder r, h;
-      box hx, hy, hz; prism half_depth, first polygon row, polygon rows); margin (k,) [m]; friction (k,) [-];
+      kind (k,) int32 shape code (``Shape.code``); params (k, 4) shape sizes [m] (``Shape.pack``); bound (k,) [m]
+      and extents (k, 3) [m], its bounding ball's radius (0: unbounded) and local half extents (a plane: its normal;
+      ``Shape.extents``); skin (k,) int8, ``Shape.skin``; margin (k,) [m]; friction (k,) [-];
       pose0, pose1 (k, 7): quaternion (w, x, y, z) and position [m] at the start and end of the step
       (kernels interpolate them per substep); mesh (k,) int32 index into the mesh lists, −1 for none;
       polygons (P, 2) [m] all prism polygons; meshes and mesh_arrays, the TriangleMeshes and their
@@ -311,6 +494,9 @@ class ColliderSet:
         self.entities = np.zeros(0, np.int64)
         self.kind = np.zeros(0, np.int32)
         self.params = np.zeros((0, 4))
+        self.bound = np.zeros(0)
+        self.extents = np.zeros((0, 3))
+        self.skin = np.zeros(0, np.int8)
         self.margin = np.zeros(0)
         self.friction = np.zeros(0)
         self.two_way = np.zeros(0, np.bool_)

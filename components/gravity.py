@@ -6,14 +6,16 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Checked
-from loom.components._validate import Arr, floats
+from loom.components._revision import Checked, checked_field
+from loom.components._validate import Arr
 from loom.components.pixels import warn_units
+from loom.engine.persist import persistent
 
 IMPLAUSIBLE = 100.0
 """Gravity [m/s²] above which ``Gravity`` warns: likely px/s² (Earth's is 9.81; Jupiter's 24.8)."""
 
 
+@persistent
 @dataclass(eq=False)
 class Gravity(Checked):
     """Uniform acceleration [m/s²], shape (3,); default (0, −9.81, 0): y is up.
@@ -22,10 +24,11 @@ class Gravity(Checked):
     that points up or exceeds IMPLAUSIBLE m/s² is taken but warns (UnitsWarning, naming PixelSpace): a 2D game's
     px/s² with y down belong in ``PixelSpace(..., gravity=...)``, which sets this resource in m/s²."""
 
-    acceleration: Any = (0.0, -9.81, 0.0)
+    acceleration: Any = checked_field(Arr((3,), unit=" [m/s²]"), (0.0, -9.81, 0.0))
+    """Acceleration (3,) [m/s²], finite; y is up."""
 
     def __post_init__(self) -> None:
-        self.acceleration = floats("Gravity", "acceleration", self.acceleration, (3,), unit=" [m/s²]")
+        self._check_new()
         _warn_if_pixels(self.acceleration)
 
 
@@ -41,5 +44,3 @@ def _warn_if_pixels(g: np.ndarray) -> None:
                f"a 2D game's px/s² with y down? Give the game's gravity to loom.PixelSpace(pixels_per_metre, "
                f"gravity=...) (it sets Gravity in m/s², y up), or pass m/s² with y up")
 
-
-Gravity._fields = {"acceleration": Arr((3,), unit=" [m/s²]")}

@@ -15,56 +15,39 @@ swings under gravity, wind and collisions); values in between soften the carrier
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from loom.components._revision import Checked
-from loom.components._validate import Arr, Flag, Int, Real, integer, real
+from loom.components._revision import Checked, checked_field
+from loom.components._validate import Arr, Flag, Int, Real
+from loom.engine.persist import persistent
 
 
+@persistent
 @dataclass(eq=False)
 class Inertia(Checked):
     """Fractions [-] of the carrier's linear and angular acceleration the cloth's free particles feel."""
 
-    linear: float = 1.0
+    linear: float = checked_field(Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"), 1.0)
     """Fraction of the carrier's linear acceleration felt [-] in [0, 1]: 1 physical, 0 none."""
-    angular: float = 1.0
+    angular: float = checked_field(Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"), 1.0)
     """Fraction of the carrier's angular acceleration felt [-] in [0, 1]: 1 physical, 0 none. (The
     centrifugal pull of a steady spin is not scaled: the pins carry the cloth round.)"""
-    frame: int | None = None
+    frame: int | None = checked_field(Int(1, optional=True), None)
     """Entity whose Transform is the carrier frame; None: the ``attach_to`` of the cloth's Pin."""
 
-    frame_position: np.ndarray = field(init=False, repr=False)
+    frame_position: np.ndarray = checked_field(Arr((3,), unit=" [m]"), default_factory=lambda: np.zeros(3),
+                                               init=False, repr=False)
     """Carrier position at the last step [m], (3,) (inertia system scratch)."""
-    frame_rotation: np.ndarray = field(init=False, repr=False)
+    frame_rotation: np.ndarray = checked_field(Arr((3, 3)), default_factory=lambda: np.eye(3), init=False,
+                                               repr=False)
     """Carrier rotation at the last step, (3, 3) (inertia system scratch)."""
-    frame_velocity: np.ndarray = field(init=False, repr=False)
+    frame_velocity: np.ndarray = checked_field(Arr((3,), unit=" [m/s]"), default_factory=lambda: np.zeros(3),
+                                               init=False, repr=False)
     """Carrier velocity over the last step [m/s], (3,) (inertia system scratch)."""
-    frame_spin: np.ndarray = field(init=False, repr=False)
+    frame_spin: np.ndarray = checked_field(Arr((3,), unit=" [rad/s]"), default_factory=lambda: np.zeros(3),
+                                           init=False, repr=False)
     """Carrier angular velocity over the last step [rad/s], (3,) (inertia system scratch)."""
-    primed: bool = field(init=False, default=False, repr=False)
+    primed: bool = checked_field(Flag(), False, init=False, repr=False)
     """False until the system has seen the carrier once (and after a teleport of the frame)."""
-
-    def __post_init__(self) -> None:
-        o = "Inertia"
-        self.linear = real(o, "linear", self.linear, low=0.0, high=1.0, unit=" [-] (a fraction in [0, 1])")
-        self.angular = real(o, "angular", self.angular, low=0.0, high=1.0, unit=" [-] (a fraction in [0, 1])")
-        if self.frame is not None:
-            self.frame = integer(o, "frame", self.frame, low=1)
-        self.frame_position = np.zeros(3)
-        self.frame_rotation = np.eye(3)
-        self.frame_velocity = np.zeros(3)
-        self.frame_spin = np.zeros(3)
-
-
-Inertia._fields = {
-    "linear": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
-    "angular": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
-    "frame": Int(1, optional=True),
-    "frame_position": Arr((3,), unit=" [m]"),
-    "frame_rotation": Arr((3, 3)),
-    "frame_velocity": Arr((3,), unit=" [m/s]"),
-    "frame_spin": Arr((3,), unit=" [rad/s]"),
-    "primed": Flag(),
-}

@@ -12,67 +12,56 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from loom.components._revision import FrozenChecked, frozen_fields
-from loom.components._validate import choice, real
+from loom.components._revision import FrozenChecked, checked_field, frozen_fields
+from loom.components._validate import Choice, Real, choice
+from loom.engine.persist import persistent
 
 BEND_MODELS = ("distance", "dihedral")
 
 
+@persistent
 @frozen_fields
 @dataclass(frozen=True)
 class ClothMaterial(FrozenChecked):
     """Fabric parameters, validated on construction; pick a preset with ``ClothMaterial.preset("denim")``."""
 
-    density: float = 0.15
+    density: float = checked_field(Real(0.0, low_open=True, unit=" [kg/m²]"), 0.15)
     """Areal density [kg/m²]: particle masses are density × one third of adjacent triangle areas
     (Fuhrmann 2003 eq. 1). Cotton shirting ≈ 0.15, denim ≈ 0.4, leather ≈ 0.9."""
-    stretch_compliance: float = 0.0
+    stretch_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 0.0)
     """Compliance of structural links [m/N]; 0 = inextensible (woven cloth)."""
-    shear_compliance: float = 1e-3
+    shear_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 1e-3)
     """Compliance of shear (diagonal) links [m/N]. Woven cloth shears far more easily than it stretches (its
     yarns turn at their crossings), and a mesh cannot fold finer than its spacing, so where real cloth forms
     small folds (over a ball, at a table's rim) the mesh must shear instead; stiff shear locks a draped grid
-    and leaves it stretched (a 64² sheet on a ball: 6 % at rest with 1e-3, 0.5 % with 1; docs/models.md). The
-    woven presets are soft in shear (cotton 1); a bare ClothMaterial keeps Loom's older stiff 1e-3."""
-    bend_compliance: float = 0.5
+    and leaves it stretched (docs/models.md). The woven presets are soft in shear (cotton 1); a bare
+    ClothMaterial keeps a stiff 1e-3."""
+    bend_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 0.5)
     """Compliance of distance bending links [m/N] (bend_model="distance")."""
-    bend_angle_compliance: float = 50.0
+    bend_angle_compliance: float = checked_field(Real(0.0, unit=" [rad/(N·m)]"), 50.0)
     """Compliance of dihedral-angle bending [rad/(N·m)] (bend_model="dihedral")."""
-    bend_model: str = "distance"
+    bend_model: str = checked_field(Choice(BEND_MODELS), "distance")
     """"distance": links across two edges (Provot's flexion springs, Fuhrmann's bending pairs);
     "dihedral": the angle between adjacent triangles (Müller et al. 2007; Bridson et al. 2003 gradients)."""
-    damping: float = 0.5
+    damping: float = checked_field(Real(0.0, unit=" [1/s]"), 0.5)
     """Linear velocity damping [1/s]: velocities shrink by exp(-damping·h) each substep (air drag).
     0 keeps all energy; 0.6 ≈ the seeds' "× 0.99 per 1/60 s frame"."""
-    thickness: float = 0.01
+    thickness: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 0.01)
     """Collision thickness [m]: how far cloth keeps from colliders and from itself."""
-    friction: float = 0.5
+    friction: float = checked_field(Real(0.0, unit=" [-]"), 0.5)
     """Coulomb friction coefficient [-] against colliders and itself: 0 ice, 0.3 silk, 0.6 cotton, 1 rubber."""
-    strain_limit: float | None = None
+    strain_limit: float | None = checked_field(Real(0.0, unit=" [-] (None turns it off)", optional=True), None)
     """Provot 1995 deformation limit [-]: structural and shear links never exceed (1 + limit) × rest
     length (0.1 = 10 %) at the end of a substep; None turns it off. Useful with a compliant stretch."""
-    stretch_limit: float | None = None
+    stretch_limit: float | None = checked_field(Real(0.0, unit=" [-] (None turns it off)", optional=True), None)
     """Longest a structural (warp or weft) link may be at the end of a substep, beyond its rest length [-]:
     Provot 1995's deformation limit on the stretch links alone (woven yarns lock at a few %), run after the
     collisions, so nothing a contact does in a substep leaves a link longer. The woven presets (cotton, silk,
-    denim, leather) set 0.02: their solve keeps cloth far below it (p99 well under 1 % in docs/models.md's scenes)
-    and it catches the few links a violent contact overstretches. None (a bare ClothMaterial, rubber): off, for
-    cloth meant to stretch with its stretch compliance (a limit below that stretch would fight it every substep).
-    A cloth that can tear ignores it and keeps only ``strain_limit`` (``loom.systems.xpbd.constraints.limit_links``)."""
-
-    def __post_init__(self) -> None:
-        owner = "ClothMaterial"
-        real(owner, "density", self.density, low=0.0, low_open=True, unit=" [kg/m²]")
-        for name in ("stretch_compliance", "shear_compliance", "bend_compliance"):
-            real(owner, name, getattr(self, name), low=0.0, unit=" [m/N]")
-        real(owner, "bend_angle_compliance", self.bend_angle_compliance, low=0.0, unit=" [rad/(N·m)]")
-        choice(owner, "bend_model", self.bend_model, BEND_MODELS)
-        real(owner, "damping", self.damping, low=0.0, unit=" [1/s]")
-        real(owner, "thickness", self.thickness, low=0.0, low_open=True, unit=" [m]")
-        real(owner, "friction", self.friction, low=0.0, unit=" [-]")
-        for name in ("strain_limit", "stretch_limit"):
-            if getattr(self, name) is not None:
-                real(owner, name, getattr(self, name), low=0.0, unit=" [-] (None turns it off)")
+    denim, leather) set 0.012 to 0.02 (``COTTON_STRETCH_LIMIT``, ``WOVEN_STRETCH_LIMIT``): their solve keeps cloth
+    far below it (docs/models.md) and it catches the few links a violent contact overstretches. None (a bare
+    ClothMaterial, rubber): off, for cloth meant to stretch with its stretch compliance (a limit below that stretch
+    would fight it every substep). A cloth that can tear ignores it and keeps only ``strain_limit``
+    (``loom.systems.xpbd.constraints.limit_links``)."""
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> ClothMaterial:
@@ -88,12 +77,12 @@ class ClothMaterial(FrozenChecked):
 
 
 WOVEN_STRETCH_LIMIT = 0.02
-"""The silk and leather presets' ``stretch_limit`` [-]: woven yarns lock at 1–3 % (the issue-17 brief's figure)."""
+"""The silk and leather presets' ``stretch_limit`` [-]: woven yarns lock at 1–3 %."""
 COTTON_STRETCH_LIMIT = 0.012
 """The cotton and denim presets' ``stretch_limit`` [-] (cotton yarns, the low end of woven cloth's 1–3 %). Links
 whose two ends friction holds rest at the limit (docs/models.md, "What holds the 128² rim"), so a tight limit keeps a
 resting tablecloth tight, for the same cost as 2 %. Silk keeps 2 %: a silk cape at 1.2 % is pressed into its hero, a
-two-way body the limit may push into (docs/performance.md, "Stop 38")."""
+two-way body the limit may push into (docs/performance.md, "Moved from docstrings")."""
 
 PRESETS: dict[str, ClothMaterial] = {
     "cotton": ClothMaterial(shear_compliance=1.0, stretch_limit=COTTON_STRETCH_LIMIT),

@@ -14,12 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loom.components._revision import FrozenChecked, frozen_fields
-from loom.components._validate import FieldError, choice, floats, integer, real
+from loom.components._revision import FrozenChecked, checked_field, frozen_fields
+from loom.components._validate import Arr, Choice, FieldError, Int, Real, choice
+from loom.engine.persist import persistent
 
 INTEGRATORS = ("explicit_euler", "symplectic_euler", "rk4", "verlet")
+_LIMIT = Real(0.0, unit=" [-] (None turns it off)", optional=True)
+"""A deformation limit [-] >= 0, or None (off)."""
 
 
+@persistent
 @frozen_fields
 @dataclass(frozen=True)
 class VerletSettings(FrozenChecked):
@@ -29,27 +33,20 @@ class VerletSettings(FrozenChecked):
     keep every structural/shear edge within [stretch_min, stretch_max] × rest length (eqs. 5–9)
     and every bending pair no shorter than bend_min × rest length."""
 
-    drag: float = 0.99
+    drag: float = checked_field(Real(0.0, 1.0, low_open=True, unit=" [-]"), 0.99)
     """Fraction of velocity kept per 1/60 s [-] (0.99 gentle air, 0.97 thick air; 1 none).
     Applied per substep as drag^(60·h), so it does not depend on the substep count."""
-    stretch_max: float = 1.0
+    stretch_max: float = checked_field(Real(1.0, unit=" [-]"), 1.0)
     """d_max: an edge longer than stretch_max × rest is pulled back [-] (≥ 1; 1.1 allows 10 %)."""
-    stretch_min: float = 1.0
+    stretch_min: float = checked_field(Real(0.0, 1.0, low_open=True, unit=" [-]"), 1.0)
     """d_min: an edge shorter than stretch_min × rest is pushed apart [-] (≤ 1)."""
-    bend_min: float = 0.9
+    bend_min: float = checked_field(Real(0.0, 1.0, low_open=True, unit=" [-]"), 0.9)
     """Too-short coefficient of bending pairs [-] (Fuhrmann: 0.8 limp … 1.0 stiff)."""
-    passes: int = 4
+    passes: int = checked_field(Int(1), 4)
     """Relaxation passes over all constraints per substep."""
 
-    def __post_init__(self) -> None:
-        o = "VerletSettings"
-        real(o, "drag", self.drag, low=0.0, high=1.0, low_open=True, unit=" [-]")
-        real(o, "stretch_max", self.stretch_max, low=1.0, unit=" [-]")
-        real(o, "stretch_min", self.stretch_min, low=0.0, high=1.0, low_open=True, unit=" [-]")
-        real(o, "bend_min", self.bend_min, low=0.0, high=1.0, low_open=True, unit=" [-]")
-        integer(o, "passes", self.passes, low=1)
 
-
+@persistent
 @frozen_fields
 @dataclass(frozen=True)
 class MassSpringSettings(FrozenChecked):
@@ -60,28 +57,28 @@ class MassSpringSettings(FrozenChecked):
     air moving at ``fluid_velocity``. After each substep Provot's deformation limit shortens
     springs stretched beyond (1 + limit) × rest, in passes."""
 
-    integrator: str = "symplectic_euler"
+    integrator: str = checked_field(Choice(INTEGRATORS), "symplectic_euler")
     """explicit_euler (unstable: energy grows), symplectic_euler (energy bounded), rk4 (4th order),
     verlet (position Verlet, 2nd order)."""
-    stretch_stiffness: float = 200.0
+    stretch_stiffness: float = checked_field(Real(0.0, unit=" [N/m]"), 200.0)
     """Structural spring constant k [N/m]. Explicit stability needs h < 2·√(m/k) per particle."""
-    shear_stiffness: float = 50.0
+    shear_stiffness: float = checked_field(Real(0.0, unit=" [N/m]"), 50.0)
     """Shear spring constant [N/m]."""
-    bend_stiffness: float = 5.0
+    bend_stiffness: float = checked_field(Real(0.0, unit=" [N/m]"), 5.0)
     """Flexion spring constant [N/m]."""
-    spring_damping: float = 0.02
+    spring_damping: float = checked_field(Real(0.0, unit=" [N·s/m]"), 0.02)
     """Damping along each spring [N·s/m]: −c·((v_a − v_b)·n)·n."""
-    viscous_damping: float = 0.002
+    viscous_damping: float = checked_field(Real(0.0, unit=" [N·s/m]"), 0.002)
     """C_dis [N·s/m]: force −C_dis·v on every particle (Provot)."""
-    fluid_viscosity: float = 0.0
+    fluid_viscosity: float = checked_field(Real(0.0, unit=" [N·s/m]"), 0.0)
     """C_vi [N·s/m]: strength of the viscous fluid force on each particle along its normal."""
-    fluid_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    fluid_velocity: tuple[float, float, float] = checked_field(Arr((3,), unit=" [m/s]"), (0.0, 0.0, 0.0))
     """u [m/s]: velocity of the surrounding air (wind)."""
-    strain_limit: float | None = 0.1
+    strain_limit: float | None = checked_field(_LIMIT, 0.1)
     """Provot's critical deformation rate τ_c for structural and shear springs [-]; None: off."""
-    bend_strain_limit: float | None = None
+    bend_strain_limit: float | None = checked_field(_LIMIT, None)
     """Limit for flexion springs [-] (optional in Provot); None: off."""
-    limit_passes: int = 100
+    limit_passes: int = checked_field(Int(0), 100)
     """Most work of the deformation limit per substep, in passes: it checks at most limit_passes × (limited
     springs) springs and stops as soon as none is over (1 + τ_c)·l₀, so a substep ends with every limited
     spring within it. Measured on 300-step hangs with the defaults: 1.8 (32²) and 3.5 (64²) passes' worth on
@@ -92,20 +89,11 @@ class MassSpringSettings(FrozenChecked):
     ``loom.systems.shared.distance_limits``.)"""
 
     def __post_init__(self) -> None:
-        o = "MassSpringSettings"
-        choice(o, "integrator", self.integrator, INTEGRATORS)
-        for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness"):
-            real(o, name, getattr(self, name), low=0.0, unit=" [N/m]")
-        for name in ("spring_damping", "viscous_damping", "fluid_viscosity"):
-            real(o, name, getattr(self, name), low=0.0, unit=" [N·s/m]")
-        velocity = floats(o, "fluid_velocity", self.fluid_velocity, (3,), unit=" [m/s]")
-        object.__setattr__(self, "fluid_velocity", tuple(float(v) for v in velocity))
-        for name in ("strain_limit", "bend_strain_limit"):
-            if getattr(self, name) is not None:
-                real(o, name, getattr(self, name), low=0.0, unit=" [-] (None turns it off)")
-        integer(o, "limit_passes", self.limit_passes, low=0)
+        self._check_fields()
+        object.__setattr__(self, "fluid_velocity", tuple(float(v) for v in self.fluid_velocity))   # hashable
 
 
+@persistent
 @frozen_fields
 @dataclass(frozen=True)
 class ImplicitSettings(FrozenChecked):
@@ -114,54 +102,42 @@ class ImplicitSettings(FrozenChecked):
     Stiffnesses multiply the energies E = ½·k·C·C of the stretch (eq. 10), shear and bend
     conditions; each condition has damping d = −k_d·(∂C/∂x)·Ċ (eq. 11)."""
 
-    stretch_stiffness: float = 5000.0
+    stretch_stiffness: float = checked_field(Real(0.0), 5000.0)
     """k of the stretch condition [N/m]."""
-    shear_stiffness: float = 500.0
+    shear_stiffness: float = checked_field(Real(0.0), 500.0)
     """k of the shear condition [N/m]."""
-    bend_stiffness: float = 1e-3
+    bend_stiffness: float = checked_field(Real(0.0), 1e-3)
     """k_u of the bend condition [N·m]: stiffness against folds whose crease runs along u (§4.3)."""
-    bend_stiffness_v: float | None = None
+    bend_stiffness_v: float | None = checked_field(Real(0.0, unit=" [N·m]", optional=True), None)
     """k_v [N·m] for creases along v; None: the same as ``bend_stiffness`` (isotropic). A shared edge
     at an angle gets (k_u·Δu² + k_v·Δv²)/(Δu² + Δv²) (Baraff & Witkin §4.3): corduroy is stiff one way."""
-    stretch_damping: float = 2.0
+    stretch_damping: float = checked_field(Real(0.0), 2.0)
     """k_d of the stretch condition [N·s/m]."""
-    shear_damping: float = 0.2
+    shear_damping: float = checked_field(Real(0.0), 0.2)
     """k_d of the shear condition [N·s/m]."""
-    bend_damping: float = 1e-5
+    bend_damping: float = checked_field(Real(0.0), 1e-5)
     """k_d of the bend condition [N·m·s]."""
-    b_u: float = 1.0
+    b_u: float = checked_field(Real(0.0, low_open=True, unit=" [-]"), 1.0)
     """Rest stretch along u (eq. 10): < 1 shrinks, > 1 lengthens the cloth along u (a cuff) [-]."""
-    b_v: float = 1.0
+    b_v: float = checked_field(Real(0.0, low_open=True, unit=" [-]"), 1.0)
     """Rest stretch along v (eq. 10) [-]."""
-    tolerance: float = 1e-3
+    tolerance: float = checked_field(Real(0.0, 1.0, low_open=True, unit=" [-]"), 1e-3)
     """ε of the modified PCG (§5.3) [-]: stop when the filtered residual's norm² falls below
     ε²·‖filtered b‖². 1e-3 gives the same hanging-sheet strain as 1e-6 in 192 instead of 323
     iterations per solve at 32×32; at 64×64, 1e-6 reaches the 500-iteration cap."""
-    max_iterations: int = 500
+    max_iterations: int = checked_field(Int(1), 500)
     """Cap on PCG iterations per solve."""
     adaptive: bool = True
     """Adaptive step size (§7): halve and retry a step whose stretch changes drastically."""
-    max_stretch_change: float = 0.1
+    max_stretch_change: float = checked_field(Real(0.0, low_open=True, unit=" [-]"), 0.1)
     """A step whose per-triangle stretch condition changes by more than this is rejected (§7) [-]."""
-
-    def __post_init__(self) -> None:
-        o = "ImplicitSettings"
-        for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness", "stretch_damping", "shear_damping",
-                     "bend_damping"):
-            real(o, name, getattr(self, name), low=0.0)
-        if self.bend_stiffness_v is not None:
-            real(o, "bend_stiffness_v", self.bend_stiffness_v, low=0.0, unit=" [N·m]")
-        real(o, "b_u", self.b_u, low=0.0, low_open=True, unit=" [-]")
-        real(o, "b_v", self.b_v, low=0.0, low_open=True, unit=" [-]")
-        real(o, "tolerance", self.tolerance, low=0.0, low_open=True, high=1.0, unit=" [-]")
-        integer(o, "max_iterations", self.max_iterations, low=1)
-        real(o, "max_stretch_change", self.max_stretch_change, low=0.0, low_open=True, unit=" [-]")
 
 
 DIHEDRAL_USES = ("never", "always", "material")
 """When a model solves the dihedral bend quads: never, always, or when ``material.bend_model == "dihedral"``."""
 
 
+@persistent
 @dataclass(frozen=True)
 class ModelSpec:
     """What a Cloth needs to know about its model (the systems that step it live in ``loom.systems.registry``)."""

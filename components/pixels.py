@@ -41,33 +41,66 @@ from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Revisioned
+from loom.components._revision import Revisioned, checked_field
 from loom.components._validate import Arr, Custom, FieldError, Flag, Real, brief, integer, real
 from loom.components.camera import Camera
 from loom.components.transform import Transform
+from loom.engine.persist import persistent
 
 CAMERA_DISTANCE = 50.0
 """Distance [m] of ``PixelSpace.camera``'s eye from the plane z = 0: cloth between z = −49.5 and +49.5 m is drawn."""
 
 
+def _points(where: str, value: Any, widths: tuple[int, ...]) -> np.ndarray:
+    """``value`` as a float64 array whose last axis has one of ``widths``, all finite; ValueError naming ``where``."""
+    if isinstance(value, (str, bytes)):
+        raise FieldError(f"{where} = {brief(value)}: expected real numbers of shape (..., {'|'.join(map(str, widths))})")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise FieldError(f"{where} = {brief(value)}: expected real numbers of shape "
+                         f"(..., {'|'.join(map(str, widths))})") from None
+    if arr.ndim == 0 or arr.shape[-1] not in widths:
+        raise ValueError(f"{where}: shape {arr.shape}, expected (..., {' or '.join(map(str, widths))})")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{where}: contains non-finite values ({brief(arr[~np.isfinite(arr)][:3].tolist())})")
+    return arr
+
+
+def _gravity(owner: str, name: str, state: Any, value: Any) -> np.ndarray | None:
+    """PixelSpace.gravity: None, a number g [px/s²] down the screen, or (gx, gy) [px/s²] in the game's pixel axes;
+    stored as a read-only (2,) float array in the game's pixel axes."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        g = real(owner, name, value, unit=" [px/s²]")
+        down = 1.0 if state.get("y_down", True) else -1.0
+        arr = np.array([0.0, down * g])
+    else:
+        arr = _points(f"{owner}.{name}", value, (2,))
+        if arr.shape != (2,):
+            raise ValueError(f"{owner}.{name}: shape {arr.shape}, expected a number or (gx, gy) [px/s²]")
+        arr = arr.copy()
+    arr.flags.writeable = False
+    return arr
+
+
+@persistent
 @dataclass(eq=False)
 class PixelSpace(Revisioned):
     """App resource: the game's pixel space — ``pixels_per_metre``, the ``origin`` pixel of world (0, 0), ``y_down``,
     and optionally the game's ``gravity`` in px/s² (sets the App's Gravity resource in m/s²)."""
 
-    pixels_per_metre: float = 100.0
+    pixels_per_metre: float = checked_field(Real(0.0, low_open=True, unit=" [px/m]"), 100.0)
     """Game pixels per metre [px/m] > 0: 100 makes a 1.8 m hero 180 px tall."""
-    origin: Any = (0.0, 0.0)
+    origin: Any = checked_field(Arr((2,), unit=" [px]", readonly=True), (0.0, 0.0))
     """The game pixel [px], shape (2,), where world (0, 0) [m] lies (e.g. the top of the ground at x = 0)."""
-    y_down: bool = True
+    y_down: bool = checked_field(Flag(), True)
     """True: the game's pixel y grows downward (pygame, pymunk with gravity (0, +g)); False: upward."""
-    gravity: Any = None
+    gravity: Any = checked_field(Custom(_gravity), None)
     """The game's gravity [px/s²]: None (default) leaves the App's ``Gravity`` alone; a number g is g px/s² down
     the screen; a vector (gx, gy) is in the game's pixel axes (pymunk's ``space.gravity``). Stored as (2,) in the
     game's pixel axes; the pymunk bridge sets ``Gravity`` to ``gravity_metres()`` at the next step's start."""
-
-    def __post_init__(self) -> None:
-        self.check_state()                        # every field of PixelSpace._fields
 
     def gravity_metres(self) -> np.ndarray | None:
         """``gravity`` [px/s²] as Loom's acceleration [m/s²], (3,), y up (pixel y down flips its sign); None if unset.
@@ -207,46 +240,12 @@ class PixelCamera(Camera):
         return super().view()
 
 
-def _points(where: str, value: Any, widths: tuple[int, ...]) -> np.ndarray:
-    """``value`` as a float64 array whose last axis has one of ``widths``, all finite; ValueError naming ``where``."""
-    if isinstance(value, (str, bytes)):
-        raise FieldError(f"{where} = {brief(value)}: expected real numbers of shape (..., {'|'.join(map(str, widths))})")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise FieldError(f"{where} = {brief(value)}: expected real numbers of shape "
-                         f"(..., {'|'.join(map(str, widths))})") from None
-    if arr.ndim == 0 or arr.shape[-1] not in widths:
-        raise ValueError(f"{where}: shape {arr.shape}, expected (..., {' or '.join(map(str, widths))})")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{where}: contains non-finite values ({brief(arr[~np.isfinite(arr)][:3].tolist())})")
-    return arr
-
-
 def _size(size: Any) -> tuple[int, int]:
     """(w, h) whole pixels >= 1, or ValueError naming PixelSpace.camera size."""
     if isinstance(size, (str, bytes)) or not hasattr(size, "__len__") or len(size) != 2:
         raise ValueError(f"PixelSpace.camera size = {brief(size)}: expected (width, height) in whole pixels >= 1")
     w, h = (integer("PixelSpace.camera", "size", v, low=1) for v in size)
     return w, h
-
-
-def _gravity(owner: str, name: str, state: Any, value: Any) -> np.ndarray | None:
-    """PixelSpace.gravity: None, a number g [px/s²] down the screen, or (gx, gy) [px/s²] in the game's pixel axes;
-    stored as a read-only (2,) float array in the game's pixel axes."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        g = real(owner, name, value, unit=" [px/s²]")
-        down = 1.0 if state.get("y_down", True) else -1.0
-        arr = np.array([0.0, down * g])
-    else:
-        arr = _points(f"{owner}.{name}", value, (2,))
-        if arr.shape != (2,):
-            raise ValueError(f"{owner}.{name}: shape {arr.shape}, expected a number or (gx, gy) [px/s²]")
-        arr = arr.copy()
-    arr.flags.writeable = False
-    return arr
 
 
 def _pixel_point(obj: Any) -> bool:
@@ -256,13 +255,6 @@ def _pixel_point(obj: Any) -> bool:
     except (AttributeError, TypeError):
         return False
 
-
-PixelSpace._fields = {
-    "pixels_per_metre": Real(0.0, low_open=True, unit=" [px/m]"),
-    "origin": Arr((2,), unit=" [px]", readonly=True),
-    "y_down": Flag(),
-    "gravity": Custom(_gravity),
-}
 
 
 # --- unit warnings ----------------------------------------------------------------------------------------------

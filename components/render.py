@@ -16,15 +16,16 @@ Views (``RenderSettings.view``), after Fisher's "Rendering" notes (seeds/fisher-
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Checked
-from loom.components.collider import Box, Capsule, Cylinder, Plane, Prism, Sphere, TriangleMesh
+from loom.components._revision import Checked, checked_field
+from loom.components.collider import SHAPES
 from loom.components._validate import Choice, Custom, FieldError, Flag, Int, Real, brief, choice, floats, \
     integer, real, show, unit_vector
+from loom.engine.persist import persistent
 
 VIEWS = ("shaded", "normals", "wireframe", "strain", "particles")
 """Debug views ``RenderSettings.view`` may select, in the order the V key cycles them."""
@@ -32,8 +33,6 @@ TEXTURES = ("weave", "checker")
 """Named procedural textures ``ClothStyle.texture`` may select (besides None and an image array): "weave", a
 plain-weave fabric of threads (the default: it reads as cloth at any distance), and "checker", squares that show
 stretch and shear."""
-SHAPES = (Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh)
-"""The shapes a Prop may draw (every collider shape)."""
 SOLID_COLOR = (0.62, 0.62, 0.64)
 """RGB of a collider or prop with no colour of its own: neutral grey."""
 FLOOR_COLOR = (0.46, 0.47, 0.49)
@@ -48,202 +47,6 @@ def _color(owner: str, name: str, value: Any) -> np.ndarray:
         k = int(bad[0])
         raise ValueError(f"{owner}.{name}[{k}] = {show(rgb[k])}: colour channels are in [0, 1] (linear RGB)")
     return rgb
-
-
-@dataclass(eq=False)
-class ClothStyle(Checked):
-    """How one cloth entity is drawn: colours of its two sides, texture, smoothing and visibility.
-
-    Add it to the cloth's entity (``app.spawn(cloth, pin, ClothStyle(front_color=(0.2, 0.4, 0.9)))``);
-    change fields at any time (a new texture array is uploaded on the next frame)."""
-
-    front_color: Any = (0.85, 0.27, 0.22)
-    """RGB in [0, 1] of the front side (where cross(p1 − p0, p2 − p0) points), (3,)."""
-    back_color: Any = (0.22, 0.42, 0.85)
-    """RGB in [0, 1] of the back side, (3,)."""
-    texture: Any = "weave"
-    """"weave" (a plain weave of threads, one repeat every ``weave_scale`` metres of rest UV), "checker"
-    (squares of ``checker_scale`` metres), None (plain colours), or an image (h, w, 3) uint8, row 0 at the
-    top, stretched over the cloth's rest-UV bounding box. The texture multiplies the side colour, so the two
-    sides stay distinguishable."""
-    checker_scale: float = 0.1
-    """Side of one checker square [m] of rest material coordinates (``Cloth.rest_uv``)."""
-    weave_scale: float = 0.03
-    """Side of one repeat of the "weave" texture [m] of rest material coordinates (four threads each way)."""
-    subdivision: int = 1
-    """Loop subdivision levels drawn, 0–2 (Fisher "Rendering": one level already looks smooth on a 20×20
-    grid; each level quadruples the triangles). Drawing only: the simulation is untouched."""
-    visible: bool = True
-    """False hides the cloth (it still simulates)."""
-
-    def __post_init__(self) -> None:
-        o = "ClothStyle"
-        self.front_color = _color(o, "front_color", self.front_color)
-        self.back_color = _color(o, "back_color", self.back_color)
-        self.texture = _texture(o, "texture", {}, self.texture)
-        self.checker_scale = real(o, "checker_scale", self.checker_scale, low=0.0, low_open=True, unit=" [m]")
-        self.weave_scale = real(o, "weave_scale", self.weave_scale, low=0.0, low_open=True, unit=" [m]")
-        self.subdivision = _subdivision(o, "subdivision", {}, self.subdivision)
-        self.visible = _flag(o, "visible", {}, self.visible)
-
-
-@dataclass(eq=False)
-class RenderSettings(Checked):
-    """App resource: what every renderer draws — the view, colliders, HUD, background and light.
-
-    Insert your own before adding a renderer plugin to change the defaults
-    (``app.insert_resource(RenderSettings(view="normals"))``); the window's keys change it live."""
-
-    view: str = "shaded"
-    """One of ``VIEWS``: shaded, normals, wireframe, strain, particles."""
-    show_colliders: bool = True
-    """Draw the colliders (planes, spheres, capsules, cylinders, boxes, prisms, meshes) in grey."""
-    hud: bool = True
-    """Draw the heads-up text: FPS, particles, sim ms per frame, model, view."""
-    background: Any = (0.11, 0.12, 0.14)
-    """Clear colour, RGB in [0, 1], (3,), when ``sky`` is False."""
-    sky: bool = True
-    """Draw a sky behind the scene: ``horizon_color`` at the horizon to ``sky_color`` overhead, and fade
-    distant surfaces into the horizon (haze) so a floor has no hard edge. False: a flat ``background``."""
-    sky_color: Any = (0.32, 0.50, 0.78)
-    """RGB in [0, 1] of the sky overhead, (3,)."""
-    horizon_color: Any = (0.80, 0.84, 0.88)
-    """RGB in [0, 1] of the sky at the horizon and of the haze, (3,)."""
-    haze_distance: float = 25.0
-    """Distance from the camera [m] at which surfaces have faded halfway into ``horizon_color``."""
-    shadows: bool = True
-    """Cast shadows of cloths, colliders and props from the light onto everything (a shadow map)."""
-    shadow_size: int = 2048
-    """Side of the shadow map [texels], 256–8192; it covers a square of about 1.6 camera distances
-    around the camera's target, so bigger maps give sharper shadows at more cost."""
-    samples: int = 4
-    """Multisampling anti-aliasing: samples per pixel, 0 or 1 for none, up to the GL driver's maximum
-    (clamped to it; llvmpipe allows 4)."""
-    light_direction: Any = (0.35, 0.8, 0.5)
-    """Direction toward the (directional) light, world space, (3,), normalised on construction; default
-    from above, to the right and in front of the default camera."""
-    ambient: float = 0.3
-    """Light that reaches every surface whatever its orientation, fraction of full [0, 1]."""
-    strain_scale: float = 0.02
-    """Strain [-] shown at full red (stretch) or full blue (compression) in the strain view; 0.02 = 2 %
-    (XPBD cotton hangs at under 1 %: it shows pink where it strains most)."""
-    point_size: float = 5.0
-    """Diameter of a particle in the particles view [px]."""
-
-    def __post_init__(self) -> None:
-        o = "RenderSettings"
-        self.view = choice(o, "view", self.view, VIEWS)
-        for name in ("show_colliders", "hud", "sky", "shadows"):
-            setattr(self, name, _flag(o, name, {}, getattr(self, name)))
-        self.background = _color(o, "background", self.background)
-        self.sky_color = _color(o, "sky_color", self.sky_color)
-        self.horizon_color = _color(o, "horizon_color", self.horizon_color)
-        self.haze_distance = real(o, "haze_distance", self.haze_distance, low=0.0, low_open=True, unit=" [m]")
-        self.shadow_size = _shadow_size(o, "shadow_size", {}, self.shadow_size)
-        self.samples = _samples(o, "samples", {}, self.samples)
-        self.light_direction = unit_vector(o, "light_direction", {}, self.light_direction)
-        self.ambient = real(o, "ambient", self.ambient, low=0.0, high=1.0, unit=" (fraction of full light)")
-        self.strain_scale = real(o, "strain_scale", self.strain_scale, low=0.0, low_open=True, unit=" [-]")
-        self.point_size = real(o, "point_size", self.point_size, low=0.0, low_open=True, unit=" [px]")
-
-    def next_view(self) -> str:
-        """Switch to the next view of ``VIEWS`` (wrapping round) and return its name."""
-        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
-        return self.view
-
-
-@dataclass(eq=False)
-class ColliderStyle(Checked):
-    """How a collider entity is drawn by the GL renderer: its colour, floor tiles, or not at all.
-
-    Add it to the collider's entity (``app.spawn(Collider(Box(...)), Transform(...), ColliderStyle(visible=False))``
-    hides a collider that a character model already shows). Without one, planes are drawn in ``FLOOR_COLOR``
-    with 0.5 m tiles and every other shape in ``SOLID_COLOR``."""
-
-    color: Any = SOLID_COLOR
-    """RGB in [0, 1], (3,)."""
-    tiles: float = 0.0
-    """Side of the floor tiles drawn on a Plane [m] (alternate tiles 10 % darker); 0 for none."""
-    visible: bool = True
-    """False draws nothing (the collider still collides)."""
-
-    def __post_init__(self) -> None:
-        o = "ColliderStyle"
-        self.color = _color(o, "color", self.color)
-        self.tiles = real(o, "tiles", self.tiles, low=0.0, unit=" [m]")
-        self.visible = _flag(o, "visible", {}, self.visible)
-
-
-@dataclass(eq=False)
-class Prop(Checked):
-    """A solid that is drawn and never collided with: scenery and character parts (a mast, a rope, a head).
-
-    ``shape`` is any collider shape (Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh) in the
-    entity's local frame; the entity's ``Transform`` places it (none: at the origin). Cloth passes through
-    a prop; give it a ``Collider`` as well to make cloth rest on it::
-
-        app.spawn(Prop(Cylinder(0.03, 1.5), color=(0.45, 0.3, 0.18)), Transform(position=(0.0, 1.5, 0.0)))
-    """
-
-    shape: Any
-    """The shape drawn [m], a collider shape of loom.components.collider."""
-    color: Any = SOLID_COLOR
-    """RGB in [0, 1], (3,)."""
-    tiles: float = 0.0
-    """Side of the tiles drawn on a Plane shape [m]; 0 for none."""
-    visible: bool = True
-    """False hides it."""
-
-    def __post_init__(self) -> None:
-        o = "Prop"
-        self.shape = _shape(o, "shape", {}, self.shape)
-        self.color = _color(o, "color", self.color)
-        self.tiles = real(o, "tiles", self.tiles, low=0.0, unit=" [m]")
-        self.visible = _flag(o, "visible", {}, self.visible)
-
-
-@dataclass(eq=False)
-class InputState(Checked):
-    """App resource: this frame's mouse, keys and wheel, filled by the window loop before Stage.INPUT.
-
-    Systems in Stage.INPUT read it (camera orbit, grabbing, blowing) and never see pygame events.
-    Pixel coordinates are pygame's: x right, y down, (0, 0) the top-left corner of the window::
-
-        (0, 0) ───▶ x
-          │
-          ▼ y          (size[0], size[1]) bottom-right
-
-    Buttons are numbered as pygame numbers them: 1 left, 2 middle, 3 right. Keys are pygame key codes
-    (``pygame.K_r``). Headless, it stays at rest (nothing pressed), so INPUT systems do nothing."""
-
-    mouse: tuple[float, float] = (0.0, 0.0)
-    """Pointer position [px] (x right, y down)."""
-    mouse_delta: tuple[float, float] = (0.0, 0.0)
-    """Pointer motion since the previous frame [px]."""
-    buttons: set[int] = field(default_factory=set)
-    """Mouse buttons held down now (1 left, 2 middle, 3 right)."""
-    buttons_pressed: set[int] = field(default_factory=set)
-    """Mouse buttons that went down this frame."""
-    buttons_released: set[int] = field(default_factory=set)
-    """Mouse buttons that went up this frame."""
-    keys: set[int] = field(default_factory=set)
-    """Keys held down now (pygame key codes)."""
-    keys_pressed: set[int] = field(default_factory=set)
-    """Keys that went down this frame (pygame key codes)."""
-    wheel: float = 0.0
-    """Wheel notches this frame; > 0 rolled away from the player (zoom in)."""
-    size: tuple[int, int] = (0, 0)
-    """Window size [px] (width, height); (0, 0) headless."""
-    frame: int = 0
-    """Rendered frames so far (the window loop counts them)."""
-
-    def begin_frame(self) -> None:
-        """Forget this-frame events (pressed, released, wheel, motion); held buttons and keys stay."""
-        self.buttons_pressed.clear()
-        self.buttons_released.clear()
-        self.keys_pressed.clear()
-        self.wheel = 0.0
-        self.mouse_delta = (0.0, 0.0)
 
 
 def _texture(owner: str, name: str, state: Any, value: Any) -> Any:
@@ -327,52 +130,163 @@ def _keys(owner: str, name: str, state: Any, value: Any) -> set:
     return value
 
 
-ClothStyle._fields = {
-    "front_color": Custom(_colour),
-    "back_color": Custom(_colour),
-    "texture": Custom(_texture),
-    "checker_scale": Real(0.0, low_open=True, unit=" [m]"),
-    "weave_scale": Real(0.0, low_open=True, unit=" [m]"),
-    "subdivision": Custom(_subdivision),
-    "visible": Flag(),
-}
-RenderSettings._fields = {
-    "view": Choice(VIEWS),
-    "show_colliders": Flag(),
-    "hud": Flag(),
-    "background": Custom(_colour),
-    "sky": Flag(),
-    "sky_color": Custom(_colour),
-    "horizon_color": Custom(_colour),
-    "haze_distance": Real(0.0, low_open=True, unit=" [m]"),
-    "shadows": Flag(),
-    "shadow_size": Custom(_shadow_size),
-    "samples": Custom(_samples),
-    "light_direction": Custom(unit_vector),
-    "ambient": Real(0.0, 1.0, unit=" (fraction of full light)"),
-    "strain_scale": Real(0.0, low_open=True, unit=" [-]"),
-    "point_size": Real(0.0, low_open=True, unit=" [px]"),
-}
-ColliderStyle._fields = {
-    "color": Custom(_colour),
-    "tiles": Real(0.0, unit=" [m]"),
-    "visible": Custom(_flag),
-}
-Prop._fields = {
-    "shape": Custom(_shape),
-    "color": Custom(_colour),
-    "tiles": Real(0.0, unit=" [m]"),
-    "visible": Custom(_flag),
-}
-InputState._fields = {
-    "mouse": _pair("real"),
-    "mouse_delta": _pair("real"),
-    "buttons": Custom(_keys),
-    "buttons_pressed": Custom(_keys),
-    "buttons_released": Custom(_keys),
-    "keys": Custom(_keys),
-    "keys_pressed": Custom(_keys),
-    "wheel": Real(),
-    "size": _pair("size"),
-    "frame": Int(0),
-}
+@persistent
+@dataclass(eq=False)
+class ClothStyle(Checked):
+    """How one cloth entity is drawn: colours of its two sides, texture, smoothing and visibility.
+
+    Add it to the cloth's entity (``app.spawn(cloth, pin, ClothStyle(front_color=(0.2, 0.4, 0.9)))``);
+    change fields at any time (a new texture array is uploaded on the next frame)."""
+
+    front_color: Any = checked_field(Custom(_colour), (0.85, 0.27, 0.22))
+    """RGB in [0, 1] of the front side (where cross(p1 − p0, p2 − p0) points), (3,)."""
+    back_color: Any = checked_field(Custom(_colour), (0.22, 0.42, 0.85))
+    """RGB in [0, 1] of the back side, (3,)."""
+    texture: Any = checked_field(Custom(_texture), "weave")
+    """"weave" (a plain weave of threads, one repeat every ``weave_scale`` metres of rest UV), "checker"
+    (squares of ``checker_scale`` metres), None (plain colours), or an image (h, w, 3) uint8, row 0 at the
+    top, stretched over the cloth's rest-UV bounding box. The texture multiplies the side colour, so the two
+    sides stay distinguishable."""
+    checker_scale: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 0.1)
+    """Side of one checker square [m] of rest material coordinates (``Cloth.rest_uv``)."""
+    weave_scale: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 0.03)
+    """Side of one repeat of the "weave" texture [m] of rest material coordinates (four threads each way)."""
+    subdivision: int = checked_field(Custom(_subdivision), 1)
+    """Loop subdivision levels drawn, 0–2 (Fisher "Rendering": one level already looks smooth on a 20×20
+    grid; each level quadruples the triangles). Drawing only: the simulation is untouched."""
+    visible: bool = checked_field(Flag(), True)
+    """False hides the cloth (it still simulates)."""
+
+
+@persistent
+@dataclass(eq=False)
+class RenderSettings(Checked):
+    """App resource: what every renderer draws — the view, colliders, HUD, background and light.
+
+    Insert your own before adding a renderer plugin to change the defaults
+    (``app.insert_resource(RenderSettings(view="normals"))``); the window's keys change it live."""
+
+    view: str = checked_field(Choice(VIEWS), "shaded")
+    """One of ``VIEWS``: shaded, normals, wireframe, strain, particles."""
+    show_colliders: bool = checked_field(Flag(), True)
+    """Draw the colliders (planes, spheres, capsules, cylinders, boxes, prisms, meshes) in grey."""
+    hud: bool = checked_field(Flag(), True)
+    """Draw the heads-up text: FPS, particles, sim ms per frame, model, view."""
+    background: Any = checked_field(Custom(_colour), (0.11, 0.12, 0.14))
+    """Clear colour, RGB in [0, 1], (3,), when ``sky`` is False."""
+    sky: bool = checked_field(Flag(), True)
+    """Draw a sky behind the scene: ``horizon_color`` at the horizon to ``sky_color`` overhead, and fade
+    distant surfaces into the horizon (haze) so a floor has no hard edge. False: a flat ``background``."""
+    sky_color: Any = checked_field(Custom(_colour), (0.32, 0.50, 0.78))
+    """RGB in [0, 1] of the sky overhead, (3,)."""
+    horizon_color: Any = checked_field(Custom(_colour), (0.80, 0.84, 0.88))
+    """RGB in [0, 1] of the sky at the horizon and of the haze, (3,)."""
+    haze_distance: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 25.0)
+    """Distance from the camera [m] at which surfaces have faded halfway into ``horizon_color``."""
+    shadows: bool = checked_field(Flag(), True)
+    """Cast shadows of cloths, colliders and props from the light onto everything (a shadow map)."""
+    shadow_size: int = checked_field(Custom(_shadow_size), 2048)
+    """Side of the shadow map [texels], 256–8192; it covers a square of about 1.6 camera distances
+    around the camera's target, so bigger maps give sharper shadows at more cost."""
+    samples: int = checked_field(Custom(_samples), 4)
+    """Multisampling anti-aliasing: samples per pixel, 0 or 1 for none, up to the GL driver's maximum
+    (clamped to it; llvmpipe allows 4)."""
+    light_direction: Any = checked_field(Custom(unit_vector), (0.35, 0.8, 0.5))
+    """Direction toward the (directional) light, world space, (3,), normalised on construction; default
+    from above, to the right and in front of the default camera."""
+    ambient: float = checked_field(Real(0.0, 1.0, unit=" (fraction of full light)"), 0.3)
+    """Light that reaches every surface whatever its orientation, fraction of full [0, 1]."""
+    strain_scale: float = checked_field(Real(0.0, low_open=True, unit=" [-]"), 0.02)
+    """Strain [-] shown at full red (stretch) or full blue (compression) in the strain view; 0.02 = 2 %
+    (XPBD cotton hangs at under 1 %: it shows pink where it strains most)."""
+    point_size: float = checked_field(Real(0.0, low_open=True, unit=" [px]"), 5.0)
+    """Diameter of a particle in the particles view [px]."""
+
+    def next_view(self) -> str:
+        """Switch to the next view of ``VIEWS`` (wrapping round) and return its name."""
+        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+        return self.view
+
+
+@persistent
+@dataclass(eq=False)
+class ColliderStyle(Checked):
+    """How a collider entity is drawn by the GL renderer: its colour, floor tiles, or not at all.
+
+    Add it to the collider's entity (``app.spawn(Collider(Box(...)), Transform(...), ColliderStyle(visible=False))``
+    hides a collider that a character model already shows). Without one, planes are drawn in ``FLOOR_COLOR``
+    with 0.5 m tiles and every other shape in ``SOLID_COLOR``."""
+
+    color: Any = checked_field(Custom(_colour), SOLID_COLOR)
+    """RGB in [0, 1], (3,)."""
+    tiles: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
+    """Side of the floor tiles drawn on a Plane [m] (alternate tiles 10 % darker); 0 for none."""
+    visible: bool = checked_field(Custom(_flag), True)
+    """False draws nothing (the collider still collides)."""
+
+
+@persistent
+@dataclass(eq=False)
+class Prop(Checked):
+    """A solid that is drawn and never collided with: scenery and character parts (a mast, a rope, a head).
+
+    ``shape`` is any collider shape (``collider.SHAPES``: Plane, Sphere, Capsule, Cylinder, Cone, Box, ...) in the
+    entity's local frame; the entity's ``Transform`` places it (none: at the origin). Cloth passes through
+    a prop; give it a ``Collider`` as well to make cloth rest on it::
+
+        app.spawn(Prop(Cylinder(0.03, 1.5), color=(0.45, 0.3, 0.18)), Transform(position=(0.0, 1.5, 0.0)))
+    """
+
+    shape: Any = checked_field(Custom(_shape))
+    """The shape drawn [m], a collider shape of loom.components.collider."""
+    color: Any = checked_field(Custom(_colour), SOLID_COLOR)
+    """RGB in [0, 1], (3,)."""
+    tiles: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
+    """Side of the tiles drawn on a Plane shape [m]; 0 for none."""
+    visible: bool = checked_field(Custom(_flag), True)
+    """False hides it."""
+
+
+@persistent
+@dataclass(eq=False)
+class InputState(Checked):
+    """App resource: this frame's mouse, keys and wheel, filled by the window loop before Stage.INPUT.
+
+    Systems in Stage.INPUT read it (camera orbit, grabbing, blowing) and never see pygame events.
+    Pixel coordinates are pygame's: x right, y down, (0, 0) the top-left corner of the window::
+
+        (0, 0) ───▶ x
+          │
+          ▼ y          (size[0], size[1]) bottom-right
+
+    Buttons are numbered as pygame numbers them: 1 left, 2 middle, 3 right. Keys are pygame key codes
+    (``pygame.K_r``). Headless, it stays at rest (nothing pressed), so INPUT systems do nothing."""
+
+    mouse: tuple[float, float] = checked_field(_pair("real"), (0.0, 0.0))
+    """Pointer position [px] (x right, y down)."""
+    mouse_delta: tuple[float, float] = checked_field(_pair("real"), (0.0, 0.0))
+    """Pointer motion since the previous frame [px]."""
+    buttons: set[int] = checked_field(Custom(_keys), default_factory=set)
+    """Mouse buttons held down now (1 left, 2 middle, 3 right)."""
+    buttons_pressed: set[int] = checked_field(Custom(_keys), default_factory=set)
+    """Mouse buttons that went down this frame."""
+    buttons_released: set[int] = checked_field(Custom(_keys), default_factory=set)
+    """Mouse buttons that went up this frame."""
+    keys: set[int] = checked_field(Custom(_keys), default_factory=set)
+    """Keys held down now (pygame key codes)."""
+    keys_pressed: set[int] = checked_field(Custom(_keys), default_factory=set)
+    """Keys that went down this frame (pygame key codes)."""
+    wheel: float = checked_field(Real(), 0.0)
+    """Wheel notches this frame; > 0 rolled away from the player (zoom in)."""
+    size: tuple[int, int] = checked_field(_pair("size"), (0, 0))
+    """Window size [px] (width, height); (0, 0) headless."""
+    frame: int = checked_field(Int(0), 0)
+    """Rendered frames so far (the window loop counts them)."""
+
+    def begin_frame(self) -> None:
+        """Forget this-frame events (pressed, released, wheel, motion); held buttons and keys stay."""
+        self.buttons_pressed.clear()
+        self.buttons_released.clear()
+        self.keys_pressed.clear()
+        self.wheel = 0.0
+        self.mouse_delta = (0.0, 0.0)

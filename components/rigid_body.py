@@ -24,86 +24,62 @@ entity has none) at the body's position and rotation in metres, so pins ride on 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pymunk
 
-from loom.components._revision import Checked
-from loom.components._validate import Arr, FieldError, Flag, Instance, Real, real
+from loom.components._revision import Checked, checked_field
+from loom.components._validate import Arr, Flag, Instance, Real
+from loom.engine.persist import persistent
 
 
+@persistent
 @dataclass(eq=False)
 class RigidBody2D(Checked):
     """A pymunk Body seen by the cloth; its shapes are synchronised as colliders every step."""
 
-    body: Any
+    body: Any = checked_field(Instance(pymunk.Body, "a pymunk.Body"))
     """The pymunk.Body (dynamic, kinematic or static) whose shapes collide with cloth."""
-    depth: float = 1.0
+    depth: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 1.0)
     """Extent of the extruded shapes along z [m]."""
-    z: float = 0.0
+    z: float = checked_field(Real(unit=" [m]"), 0.0)
     """Centre of the extrusion along z [m]."""
-    scale: float | None = None
+    scale: float | None = checked_field(Real(0.0, low_open=True, unit=" [units/m]", optional=True), None)
     """pymunk length units per metre (> 0); None: the App's PixelSpace (pixels, y down) if it has one, else 1.0."""
-    two_way: bool = True
+    two_way: bool = checked_field(Flag(), True)
     """The cloth's contact impulses move the body (dynamic bodies only); False: cloth only reacts."""
-    friction: float | None = None
+    friction: float | None = checked_field(Real(0.0, unit=" [-]", optional=True), None)
     """Friction of the colliders [-]; None: each pymunk shape's own friction."""
-    thickness: float = 0.0
+    thickness: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
     """Extra contact margin of the colliders [m] (a Poly's or Segment's radius is added to it)."""
-    shapes: list[Any] = field(init=False, default_factory=list, repr=False)
+    shapes: list[Any] = checked_field(Instance(list, "a list of the body's pymunk shapes"), default_factory=list,
+                                      init=False, repr=False)
     """The body's pymunk shapes, in the order fixed when the bridge first saw them."""
-    shape_entities: list[int] = field(init=False, default_factory=list, repr=False)
+    shape_entities: list[int] = checked_field(Instance(list, "a list of collider entities"), default_factory=list,
+                                              init=False, repr=False)
     """Collider entities made for those shapes, in the same order (filled by the bridge on first sight)."""
-    cloth_force: np.ndarray = field(init=False, default_factory=lambda: np.zeros(3), repr=False)
+    cloth_force: np.ndarray = checked_field(Arr((3,), unit=" [N, N, N·m]"), default_factory=lambda: np.zeros(3),
+                                            init=False, repr=False)
     """Force and torque the cloth's contacts exerted on the body in the last substep: (fx, fy) [N] and torque
     [N·m], in Loom's frame (SI, y up, counter-clockwise; two-way dynamic bodies only, else zeros). The bridge
     moves the body's colliders in the next substep as if this much were already applied (backward Euler:
     systems/coupling/pymunk_bridge.py says why the cloth then gives no energy back that it was not given)."""
-    cloth_shift: np.ndarray = field(init=False, default_factory=lambda: np.zeros(3), repr=False)
+    cloth_shift: np.ndarray = checked_field(Arr((3,), unit=" [m, m, rad]"), default_factory=lambda: np.zeros(3),
+                                            init=False, repr=False)
     """Displacement (dx, dy) [m] and turn [rad] the cloth's impulses gave the body within the last step (Loom's
     frame), not yet in the pymunk body: the bridge adds it at the start of the next step, before pins and
     colliders read the body, so cloth pinned to the body stays exactly on it (its velocities are updated at once)."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.body, pymunk.Body):
-            raise FieldError(f"RigidBody2D.body = {self.body!r}: expected a pymunk.Body")
-        self.depth = real("RigidBody2D", "depth", self.depth, low=0.0, low_open=True, unit=" [m]")
-        self.z = real("RigidBody2D", "z", self.z, unit=" [m]")
-        if self.scale is not None:
-            self.scale = real("RigidBody2D", "scale", self.scale, low=0.0, low_open=True, unit=" [units/m]")
-        if self.friction is not None:
-            self.friction = real("RigidBody2D", "friction", self.friction, low=0.0, unit=" [-]")
-        self.thickness = real("RigidBody2D", "thickness", self.thickness, low=0.0, unit=" [m]")
-        self.two_way = bool(self.two_way)
 
-
+@persistent
 @dataclass(eq=False)
 class Space2D(Checked):
     """App resource: the game's pymunk.Space, stepped by Loom once per fixed step when ``step`` is True."""
 
-    space: Any
-    step: bool = True
+    space: Any = checked_field(Instance(pymunk.Space, "a pymunk.Space"))
+    """The game's pymunk.Space."""
+    step: bool = checked_field(Flag(), True)
     """Step the space at the App's fixed dt (before the cloth; the last step's cloth impulses are already in the
     bodies' velocities); False: the game steps it."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.space, pymunk.Space):
-            raise FieldError(f"Space2D.space = {self.space!r}: expected a pymunk.Space")
-
-
-RigidBody2D._fields = {
-    "body": Instance(pymunk.Body, "a pymunk.Body"),
-    "depth": Real(0.0, low_open=True, unit=" [m]"),
-    "z": Real(unit=" [m]"),
-    "scale": Real(0.0, low_open=True, unit=" [units/m]", optional=True),
-    "two_way": Flag(),
-    "friction": Real(0.0, unit=" [-]", optional=True),
-    "thickness": Real(0.0, unit=" [m]"),
-    "shapes": Instance(list, "a list of the body's pymunk shapes"),
-    "shape_entities": Instance(list, "a list of collider entities"),
-    "cloth_force": Arr((3,), unit=" [N, N, N·m]"),
-    "cloth_shift": Arr((3,), unit=" [m, m, rad]"),
-}
-Space2D._fields = {"space": Instance(pymunk.Space, "a pymunk.Space"), "step": Flag()}

@@ -2,15 +2,27 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Checked
+from loom.components._revision import Checked, checked_field
 from loom.components._validate import Arr, Custom, floats, real
+from loom.engine.persist import persistent
 
 
+def _rotation(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
+    """A rotation matrix (3, 3): orthonormal to 1e-6, determinant +1."""
+    r = floats(owner, name, value, (3, 3))
+    error = np.abs(r @ r.T - np.eye(3)).max()
+    if error > 1e-6 or np.linalg.det(r) < 0.0:
+        raise ValueError(f"{owner}.{name} = {r.tolist()}: must be a rotation matrix "
+                         f"(orthonormal, det +1); R·Rᵀ is off identity by {error:.3g}")
+    return r
+
+
+@persistent
 @dataclass(eq=False)
 class Transform(Checked):
     """Position [m] and rotation of an entity; games move it, systems read it.
@@ -18,14 +30,10 @@ class Transform(Checked):
     ``rotation`` is a 3×3 orthonormal matrix with determinant +1 (local → world). For a 2D game,
     ``Transform.from_2d(x, y, angle)`` turns about +z (y up, angle counter-clockwise [rad])."""
 
-    position: Any = (0.0, 0.0, 0.0)
+    position: Any = checked_field(Arr((3,), unit=" [m]"), (0.0, 0.0, 0.0))
     """World position of the origin [m], shape (3,)."""
-    rotation: Any = field(default_factory=lambda: np.eye(3))
+    rotation: Any = checked_field(Custom(_rotation), default_factory=lambda: np.eye(3))
     """Local-to-world rotation, shape (3, 3), orthonormal, det +1."""
-
-    def __post_init__(self) -> None:
-        self.position = floats("Transform", "position", self.position, (3,), unit=" [m]")
-        self.rotation = _rotation("Transform", "rotation", {}, self.rotation)
 
     @classmethod
     def from_2d(cls, x: float, y: float, angle: float = 0.0, z: float = 0.0) -> Transform:
@@ -54,16 +62,3 @@ class Transform(Checked):
     def to_local(self, world: Any) -> np.ndarray:
         """Map world points (…, 3) [m] to this transform's local space."""
         return (np.asarray(world, dtype=np.float64) - self.position) @ self.rotation
-
-
-def _rotation(owner: str, name: str, state: Any, value: Any) -> np.ndarray:
-    """A rotation matrix (3, 3): orthonormal to 1e-6, determinant +1."""
-    r = floats(owner, name, value, (3, 3))
-    error = np.abs(r @ r.T - np.eye(3)).max()
-    if error > 1e-6 or np.linalg.det(r) < 0.0:
-        raise ValueError(f"{owner}.{name} = {r.tolist()}: must be a rotation matrix "
-                         f"(orthonormal, det +1); R·Rᵀ is off identity by {error:.3g}")
-    return r
-
-
-Transform._fields = {"position": Arr((3,), unit=" [m]"), "rotation": Custom(_rotation)}

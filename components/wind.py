@@ -15,37 +15,35 @@ gives the same flutter on every run (DESIGN.md, "Invariants").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from loom.components._revision import Checked
-from loom.components._validate import (Arr, Custom, Flag, Instance, Int, Real, floats, integer, real,
-                                       unit_vector)
+from loom.components._revision import Checked, checked_field
+from loom.components._validate import Arr, Custom, Flag, Instance, Int, Real, unit_vector
 from loom.components.transform import _rotation
+from loom.engine.persist import persistent
 
 
+@persistent
 @dataclass(eq=False)
 class WindBox(Checked):
     """A box-shaped wind zone (``Wind.region``): the wind blows at full strength deeper than ``edge`` inside
     the box, fades smoothly (smoothstep of depth/edge) to zero at its faces, and is absent outside.
 
-    Depth is the distance to the nearest face, measured in the box's own axes. Move the zone by assigning
+    Depth is the distance to the nearest face, along the box's own axes. Move the zone by assigning
     ``center`` (e.g. each frame from a Transform); ``WindBox(center=(0, 2, 0), half_size=(1, 1, 0.5))``
     covers x in [−1, 1], y in [1, 3], z in [−0.5, 0.5] [m]."""
 
-    center: Any = (0.0, 0.0, 0.0)
+    center: Any = checked_field(Arr((3,), unit=" [m]"), (0.0, 0.0, 0.0))
     """Centre of the box in world space [m], shape (3,)."""
-    half_size: Any = (1.0, 1.0, 1.0)
+    half_size: Any = checked_field(Arr((3,), low=0.0, low_open=True, unit=" [m]"), (1.0, 1.0, 1.0))
     """Half-extents along the box's axes [m], shape (3,), each > 0."""
-    rotation: Any = field(default_factory=lambda: np.eye(3))
+    rotation: Any = checked_field(Custom(_rotation), default_factory=lambda: np.eye(3))
     """Box-to-world rotation, shape (3, 3), orthonormal, det +1 (identity: axis-aligned)."""
-    edge: float = 0.0
+    edge: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
     """Width of the soft edge [m] in [0, min(half_size)]: 0 a hard edge, else the wind fades over this depth."""
-
-    def __post_init__(self) -> None:
-        self.check_state()                        # every field of WindBox._fields, then _cross
 
     def _cross(self, owner: str, state: Mapping[str, Any]) -> None:
         """The soft edge fits inside the box (the centre gets the full wind)."""
@@ -54,20 +52,18 @@ class WindBox(Checked):
                              f"{float(np.min(state['half_size']))!r} [m]")
 
 
+@persistent
 @dataclass(eq=False)
 class WindSphere(Checked):
     """A ball-shaped wind zone (``Wind.region``): full wind deeper than ``edge`` inside the sphere, a smooth
     fade to zero at its surface, none outside. Move it by assigning ``center``."""
 
-    center: Any = (0.0, 0.0, 0.0)
+    center: Any = checked_field(Arr((3,), unit=" [m]"), (0.0, 0.0, 0.0))
     """Centre of the sphere in world space [m], shape (3,)."""
-    radius: float = 1.0
+    radius: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 1.0)
     """Radius [m] > 0."""
-    edge: float = 0.0
+    edge: float = checked_field(Real(0.0, unit=" [m]"), 0.0)
     """Width of the soft edge [m] in [0, radius]: 0 a hard edge, else the wind fades over this depth."""
-
-    def __post_init__(self) -> None:
-        self.check_state()                        # every field of WindSphere._fields, then _cross
 
     def _cross(self, owner: str, state: Mapping[str, Any]) -> None:
         """The soft edge fits inside the sphere (the centre gets the full wind)."""
@@ -75,6 +71,11 @@ class WindSphere(Checked):
             raise ValueError(f"{owner}.edge = {state['edge']!r}: must be <= radius {state['radius']!r} [m]")
 
 
+_REGION = Instance((WindBox, WindSphere), "a WindBox, a WindSphere or None", optional=True)
+"""Spec of ``Wind.region``."""
+
+
+@persistent
 @dataclass(eq=False)
 class Wind(Checked):
     """A uniform air velocity [m/s] with gusts (in time) and turbulence (in space and time).
@@ -91,49 +92,35 @@ class Wind(Checked):
     region it blows everywhere. Several Winds add up.
     """
 
-    velocity: Any = (5.0, 0.0, 0.0)
+    velocity: Any = checked_field(Arr((3,), unit=" [m/s]"), (5.0, 0.0, 0.0))
     """Mean air velocity [m/s], shape (3,): 3 m/s a breeze, 8 m/s a fresh wind, 15 m/s a gale."""
-    gust: float = 0.0
+    gust: float = checked_field(Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"), 0.0)
     """Gust strength [-] in [0, 1]: the mean speed swings between (1 − gust) and (1 + gust) times."""
-    gust_period: float = 2.0
+    gust_period: float = checked_field(Real(0.0, low_open=True, unit=" [s]"), 2.0)
     """Typical time between gusts [s], > 0 (the gust sines have periods of 0.5 … 2 × this)."""
-    turbulence: float = 0.0
+    turbulence: float = checked_field(Real(0.0, 1.0, unit=" [-] (a fraction of |velocity| in [0, 1])"), 0.0)
     """Turbulent fluctuation [-] in [0, 1], as a fraction of |velocity|; varies across the cloth
     (wavelengths 0.5 … 3 m) and in time, so a flag ripples instead of swinging as a board."""
-    drag_coefficient: float = 1.0
+    drag_coefficient: float = checked_field(Real(0.0, unit=" [-]"), 1.0)
     """C_D [-] >= 0 of the pressure force along the normal, ½·ρ·C_D·A·|u_rel|·(n·u_rel):
     about 1.2 for a solid square plate facing the flow, less for porous fabric."""
-    lift_coefficient: float = 0.2
+    lift_coefficient: float = checked_field(Real(0.0, unit=" [-]"), 0.2)
     """C_L [-] >= 0 of the force across the flow, ½·ρ·C_L·A·|u_rel|²·cos θ·sin θ (zero face-on
     and edge-on, largest at 45°): what makes a flag flutter rather than just lean."""
-    viscosity: float = 0.0
+    viscosity: float = checked_field(Real(0.0, unit=" [N·s/m³]"), 0.0)
     """Provot 1995's linear viscous fluid coefficient per unit area [N·s/m³] >= 0: each triangle
     gets viscosity·A·[n·(u − v)]·n. 0 (default) leaves only the quadratic model."""
-    air_density: float = 1.2
+    air_density: float = checked_field(Real(0.0, low_open=True, unit=" [kg/m³]"), 1.2)
     """ρ [kg/m³] > 0; 1.2 is air at sea level and 20 °C (water: 1000)."""
-    seed: int = 0
+    seed: int = checked_field(Int(0), 0)
     """Seed [-] >= 0 of the gust and turbulence phases; same seed, same wind."""
-    active: bool = True
+    active: bool = checked_field(Flag(), True)
     """False silences this wind (toggle it instead of removing the component)."""
-    region: Any = None
+    region: Any = checked_field(_REGION, None)
     """Where it blows: None everywhere, or a ``WindBox`` / ``WindSphere`` zone (world space [m])."""
 
-    def __post_init__(self) -> None:
-        o = "Wind"
-        self.region = _REGION.check(o, "region", {}, self.region, {})
-        self.velocity = floats(o, "velocity", self.velocity, (3,), unit=" [m/s]")
-        self.gust = real(o, "gust", self.gust, low=0.0, high=1.0, unit=" [-] (a fraction in [0, 1])")
-        self.gust_period = real(o, "gust_period", self.gust_period, low=0.0, low_open=True, unit=" [s]")
-        self.turbulence = real(o, "turbulence", self.turbulence, low=0.0, high=1.0,
-                               unit=" [-] (a fraction of |velocity| in [0, 1])")
-        self.drag_coefficient = real(o, "drag_coefficient", self.drag_coefficient, low=0.0, unit=" [-]")
-        self.lift_coefficient = real(o, "lift_coefficient", self.lift_coefficient, low=0.0, unit=" [-]")
-        self.viscosity = real(o, "viscosity", self.viscosity, low=0.0, unit=" [N·s/m³]")
-        self.air_density = real(o, "air_density", self.air_density, low=0.0, low_open=True, unit=" [kg/m³]")
-        self.seed = integer(o, "seed", self.seed, low=0)
-        self.active = bool(self.active)
 
-
+@persistent
 @dataclass(eq=False)
 class Blower(Checked):
     """A cone of air blown from ``origin`` along ``direction``: a fan, a hair dryer, the player's breath.
@@ -145,61 +132,15 @@ class Blower(Checked):
     position of the camera toward the cursor": ``loom.systems.interaction.picking.update_blower`` does that.
     """
 
-    origin: Any = (0.0, 0.0, 0.0)
+    origin: Any = checked_field(Arr((3,), unit=" [m]"), (0.0, 0.0, 0.0))
     """Nozzle centre [m], shape (3,)."""
-    direction: Any = (0.0, 0.0, -1.0)
-    """Blowing direction, shape (3,), normalised on construction (must not be zero)."""
-    speed: float = 10.0
+    direction: Any = checked_field(Custom(unit_vector), (0.0, 0.0, -1.0))
+    """Blowing direction, shape (3,), normalised on construction and assignment (must not be zero)."""
+    speed: float = checked_field(Real(0.0, unit=" [m/s]"), 10.0)
     """Air speed at the nozzle [m/s] >= 0."""
-    radius: float = 0.15
+    radius: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 0.15)
     """Nozzle radius [m] > 0."""
-    spread: float = 0.15
+    spread: float = checked_field(Real(0.0, 1.5, unit=" [rad] (half-angle)"), 0.15)
     """Half-angle of the cone [rad] in [0, 1.5]: 0 a straight tube of air, 0.15 (8.6°) a fan."""
-    active: bool = False
+    active: bool = checked_field(Flag(), False)
     """True while blowing (the input system turns it on while a key or button is held)."""
-
-    def __post_init__(self) -> None:
-        o = "Blower"
-        self.origin = floats(o, "origin", self.origin, (3,), unit=" [m]")
-        self.direction = unit_vector(o, "direction", {}, self.direction)
-        self.speed = real(o, "speed", self.speed, low=0.0, unit=" [m/s]")
-        self.radius = real(o, "radius", self.radius, low=0.0, low_open=True, unit=" [m]")
-        self.spread = real(o, "spread", self.spread, low=0.0, high=1.5, unit=" [rad] (half-angle)")
-        self.active = bool(self.active)
-
-
-_REGION = Instance((WindBox, WindSphere), "a WindBox, a WindSphere or None", optional=True)
-"""Spec of ``Wind.region``."""
-
-WindBox._fields = {
-    "center": Arr((3,), unit=" [m]"),
-    "half_size": Arr((3,), low=0.0, low_open=True, unit=" [m]"),
-    "rotation": Custom(_rotation),
-    "edge": Real(0.0, unit=" [m]"),
-}
-WindSphere._fields = {
-    "center": Arr((3,), unit=" [m]"),
-    "radius": Real(0.0, low_open=True, unit=" [m]"),
-    "edge": Real(0.0, unit=" [m]"),
-}
-Wind._fields = {
-    "velocity": Arr((3,), unit=" [m/s]"),
-    "gust": Real(0.0, 1.0, unit=" [-] (a fraction in [0, 1])"),
-    "gust_period": Real(0.0, low_open=True, unit=" [s]"),
-    "turbulence": Real(0.0, 1.0, unit=" [-] (a fraction of |velocity| in [0, 1])"),
-    "drag_coefficient": Real(0.0, unit=" [-]"),
-    "lift_coefficient": Real(0.0, unit=" [-]"),
-    "viscosity": Real(0.0, unit=" [N·s/m³]"),
-    "air_density": Real(0.0, low_open=True, unit=" [kg/m³]"),
-    "seed": Int(0),
-    "active": Flag(),
-    "region": _REGION,
-}
-Blower._fields = {
-    "origin": Arr((3,), unit=" [m]"),
-    "direction": Custom(unit_vector),
-    "speed": Real(0.0, unit=" [m/s]"),
-    "radius": Real(0.0, low_open=True, unit=" [m]"),
-    "spread": Real(0.0, 1.5, unit=" [rad] (half-angle)"),
-    "active": Flag(),
-}

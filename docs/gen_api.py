@@ -35,6 +35,7 @@ OUT = ROOT / "docs" / "api.md"
 SECTIONS: list[tuple[str, list[str]]] = [
     ("The root package: `import loom`", ["loom"]),
     ("Engine: the App and its frame", ["loom.engine"]),
+    ("Launch: the command line, the step boundary, compile-ahead, the recorder", ["loom.launch"]),
     ("Components: plain data", ["loom.components"]),
     ("Systems: the pipeline, its order, its plugins", ["loom.systems", "loom.systems.pipeline"]),
     ("Systems: the cloth models", ["loom.systems.xpbd", "loom.systems.models"]),
@@ -47,7 +48,7 @@ SECTIONS: list[tuple[str, list[str]]] = [
 ]
 """(section title, packages) in the order the reference lists them; each package brings its modules."""
 
-TOP_LEVEL = ("loom.engine", "loom.components", "loom.systems", "loom.prefabs", "loom.files")
+TOP_LEVEL = ("loom.engine", "loom.launch", "loom.components", "loom.systems", "loom.prefabs", "loom.files")
 """The root package's subpackages that the reference covers (games and benchmarks are programs, not API)."""
 
 
@@ -120,9 +121,13 @@ def _is_init_false(value: ast.expr | None) -> bool:
 
 
 def _field_default(value: ast.expr | None) -> str:
+    """`` = default`` of a field as written: a plain value, ``field(default=…)``, or ``checked_field(spec, default)``
+    (its second positional argument); `` = …`` for a ``default_factory``; '' for a required field."""
     if value is None:
         return ""
     if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+        if ast.unparse(value.func).endswith("checked_field") and len(value.args) > 1:
+            return f" = {ast.unparse(value.args[1])}"
         for k in value.keywords:
             if k.arg == "default":
                 return f" = {ast.unparse(k.value)}"

@@ -46,7 +46,7 @@ def game_screenshot(name: str, frames: int, path: Path | None = None) -> None:
 def scene_screenshot(build, path: Path, frames: int, size: tuple[int, int] = (960, 640), substeps: int = 16) -> None:
     """Build a scene with DefaultPlugins and the GL renderer, then run the runner's ``--screenshot``."""
     from loom.engine import App
-    from loom.engine.runner import run_app
+    from loom.launch.runner import run_app
     from loom.systems import DefaultPlugins
     from loom.systems.render.gl import GLRenderPlugin, release_renderer
 

@@ -42,16 +42,15 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import esper
+import numba
 from numba import get_num_threads, set_num_threads
 
 from loom.engine.clock import FixedClock, _checked_dt
-from loom.engine.compile_progress import compiles
+from loom.engine.boundary import StepBoundary
 from loom.engine.frame_stats import FrameStats
 from loom.engine.plugin import (ENTRY_POINT_GROUP, PluginError, PluginLike, build_plugin, entry_point_plugins,
                                plugin_name)
 from loom.engine.schedule import Schedule, Stage, System
-from loom.engine.step_boundary import after_step, before_step
-from loom.engine.threads import ThreadTuner, checked_count, cores
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,10 +90,12 @@ class App:
     h = dt/substeps for the SUBSTEP stage (more substeps: stiffer, less stretchy cloth, more cost);
     max_steps caps the catch-up steps one ``update`` may take. threads: "auto" (default; None is the
     same) measures: steps run on one thread and now and then a few try every core, the faster wins
-    (``loom.engine.threads.ThreadTuner``); an integer 1 … cores fixes the count for this App's steps
-    (results do not depend on it). Importing Loom sets ``GOMP_SPINCOUNT=10000`` unless you set
-    it or ``OMP_WAIT_POLICY``, so idle threads spin only briefly before they sleep; "auto" keeps a busy
-    machine on one thread (``loom.engine.threads``; docs/performance.md, "Threads"). plugins: None (default) adds
+    (``loom.launch.threads.ThreadTuner``); an integer 1 … cores fixes the count for this App's steps
+    (results do not depend on it). Both are carried out by the App's step boundary (``step_boundary``, which
+    ``DefaultPlugins`` installs: ``loom.launch.LaunchPlugin``); without one every step runs on one thread.
+    Importing Loom sets ``GOMP_SPINCOUNT=10000`` unless you set it or ``OMP_WAIT_POLICY``, so idle threads spin
+    only briefly before they sleep; "auto" keeps a busy machine on one thread (``loom.launch.threads``;
+    docs/performance.md, "Threads"). plugins: None (default) adds
     nothing; "auto" adds every installed plugin of the ``loom.plugins`` entry-point group (after
     the App is set up: add the core plugins first if the installed ones order against them — or
     call ``add_plugins_from_entry_points()`` yourself after adding them); a list adds those.
@@ -169,9 +170,11 @@ class App:
         self.system_seconds: dict[str, float] = {}
         """Wall-clock seconds spent in each system while profiling, by system name."""
         self.threads: int | None = None
-        """The fixed thread count of this App's steps, or None when the tuner chooses (``set_threads``)."""
-        self.tuner: ThreadTuner | None = None
-        """The measuring thread chooser while ``threads`` is "auto", else None."""
+        """The fixed thread count of this App's steps, or None when the step boundary's tuner chooses
+        (``set_threads``)."""
+        self.step_boundary: StepBoundary | None = None
+        """What runs before and after each fixed step (``loom.engine.boundary``): the thread count, the kernels
+        rebound once ready (``loom.launch.LaunchPlugin`` installs it; None: one thread, nothing else)."""
         self.step_threads = 1
         """The threads numba runs the current (or last) step's kernels on (1 before the first step): systems read
         it to pick a serial or parallel kernel instead of asking numba (a call to ``numba.get_num_threads()``
@@ -195,9 +198,19 @@ class App:
         not depend on it. The count applies to this App's steps only (numba's own setting is restored after
         each ``step``/``update``). Raises ValueError naming the value otherwise."""
         if threads == "auto" and isinstance(threads, str):
-            self.threads, self.tuner = None, ThreadTuner(cores())
+            self.threads = None
             return
-        self.threads, self.tuner = checked_count(threads), None
+        top = int(numba.config.NUMBA_NUM_THREADS)
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= top:
+            raise ValueError(f"App.threads = {threads!r}: must be an integer in 1 … {top} "
+                             "(this machine's cores, or NUMBA_NUM_THREADS), or \"auto\"")
+        self.threads = threads
+
+    @property
+    def tuner(self) -> Any:
+        """The step boundary's measuring thread chooser (``loom.launch.threads.ThreadTuner``) while ``threads`` is
+        "auto", else None."""
+        return getattr(self.step_boundary, "tuner", None)
 
     # --- world ------------------------------------------------------------------------------
     def _switch_in(self) -> str:
@@ -266,7 +279,10 @@ class App:
 
     def get(self, entity: int, component_type: type[T]) -> T:
         """Return ``entity``'s component of ``component_type``. Raises KeyError if it has none."""
-        found = self.try_get(entity, component_type)
+        if esper.current_world == self._world and not self._pending_adds:      # try_get's usual case, inline
+            found = esper.try_component(entity, component_type) if esper.entity_exists(entity) else None
+        else:
+            found = self.try_get(entity, component_type)
         if found is None:
             raise KeyError(f"entity {entity} has no {component_type.__name__} component")
         return found
@@ -433,16 +449,22 @@ class App:
         frame for INPUT and RENDER. A system that has nothing to do in most games (another cloth
         model's solver, say) then costs nothing per substep.
 
-        A SUBSTEP system may return its plan for the rest of the step: a callable ``plan(app, h)`` that the App
-        runs in its place at substeps 1, 2, … of this step (the system itself runs again at the next step's first
-        substep). A plan does the same work without looking anything up again: the kernels and arrays the system
-        found at substep 0, read ``app.clock.substep_index`` for what changes per substep. It may rely on what a
-        step leaves as it is — the entities and their components (added and removed at the step's end), the arrays
-        they hold (Loom's systems replace a component's arrays only between steps), the resources, the substep
-        count, the run conditions — and reads the values inside arrays at each call: a SUBSTEP system of your own
-        that assigns a new array or resource mid-step has the plans act on the old one until the next step. Loom's
-        XPBD substep systems return plans, which skip their Python lookups at every substep after the first
-        (docs/performance.md, "Stop 40"). Any other return value is ignored.
+        SUBSTEP systems run through plans, the one way a step's substeps are executed: the App calls each SUBSTEP
+        system at the step's first substep, and what it returns is its plan for substeps 1, 2, … of that step (the
+        system itself runs again at the next step's first substep):
+        - a replay (``loom.systems.shared.plan.run``/``replay``: a callable with a ``calls`` list of
+          ``(kernel, args)``): the App splices the calls into one list with the other systems' and calls each
+          ``kernel(*args)`` itself, so a later substep costs one Python call per kernel and none per system;
+        - any other callable ``plan(app, h)``: called in the system's place (for work that changes per substep,
+          read from ``app.clock.substep_index``);
+        - anything else (None, a plain system): the system itself is its plan and runs at every substep.
+        A plan does the same work without looking anything up again: the kernels and arrays the system found at
+        substep 0. It may rely on what a step leaves as it is — the entities and their components (added and
+        removed at the step's end), the arrays they hold (Loom's systems replace a component's arrays only between
+        steps), the resources, the substep count, the run conditions — and reads the values inside arrays at each
+        call: a SUBSTEP system of your own that assigns a new array or resource mid-step has the plans act on the
+        old one until the next step. ``app.plans = False`` runs every system at every substep instead (to check a
+        plan against its system). ``python -m loom.benchmarks scenes --calls`` counts the Python calls per step.
         Raises ValueError for a duplicate name; unknown names and cycles raise when the stage
         next runs (so plugins may be added in any order)."""
         self.schedule.add(stage, system, name=name, in_set=in_set, before=before, after=after, run_if=run_if,
@@ -562,7 +584,7 @@ class App:
         """Run ``frames`` fixed steps; structural changes made during each are applied at its end."""
         clock = self.clock
         dt = clock.dt
-        stages = [self.schedule.runs(s) for s in (Stage.PRE_STEP, Stage.SUBSTEP, Stage.POST_STEP)]
+        stages = list(self.schedule.step_runs())
         if self._integrator_runs is None or stages[1] is not self._integrator_runs[1] \
                 or stages[0] is not self._integrator_runs[0]:
             self._check_integrator((stages[0], stages[1]), frames)      # a new schedule: is a cloth integrated?
@@ -570,34 +592,42 @@ class App:
             stages = [tuple((self._timed(s), c) for s, c in runs) for runs in stages]
         pre_runs, sub_runs, post_runs = stages
         start = time.perf_counter()
-        numba_threads = current = get_num_threads()
-        tuner = self.tuner
+        boundary = self.step_boundary
+        numba_threads = current = get_num_threads() if boundary is not None else 0
         try:
             for _ in range(frames):
-                count = before_step(self, tuner)          # 1 for a small scene; loads the later kernels first
-                if count != current:
-                    set_num_threads(count)
-                    current = count
-                self.step_threads = count
+                if boundary is not None:
+                    count = boundary.before_step(self)        # the thread count; kernels rebound once ready
+                    if count != current:
+                        set_num_threads(count)
+                        current = count
+                    self.step_threads = count
                 began = time.perf_counter()
-                compiled = compiles()
                 # substeps are read per step: a system may change clock.substeps between steps (the
                 # guard's recovery runs a refused step's retry with 2×, 4×, 8× substeps; systems/pipeline/guard.py)
-                h, substeps = clock.h, clock.substeps
+                substeps = clock.substeps
+                h = clock.dt / substeps                   # clock.h, without its property's calls
                 self._deferring = True
                 try:
                     for system in self._due(pre_runs):
                         system(self, dt)
                     sub = self._due(sub_runs)
                     clock.substep_index = 0
-                    for i, system in enumerate(sub):     # a system may return its plan for the rest of the step
+                    chain: list[tuple[Callable[..., Any], tuple]] = []    # what substeps 1, 2, … call, in order
+                    for system in sub:                   # what a system returns is its plan (add_system)
                         plan = system(self, h)
-                        if callable(plan) and self.plans:
-                            sub[i] = plan
+                        if not callable(plan) or not self.plans:
+                            chain.append((system, (self, h)))
+                            continue
+                        calls = getattr(plan, "calls", None)
+                        if isinstance(calls, (list, tuple)):     # a replay: its kernels, called here, none for it
+                            chain.extend(calls)
+                        else:
+                            chain.append((plan, (self, h)))
                     for k in range(1, substeps):
                         clock.substep_index = k
-                        for system in sub:
-                            system(self, h)
+                        for call, args in chain:
+                            call(*args)
                     for system in self._due(post_runs):
                         system(self, dt)
                     clock.step_index += 1
@@ -606,17 +636,28 @@ class App:
                     if self._pending:
                         self._apply_deferred()
                 ended = time.perf_counter()
-                after_step(self, tuner, ended - began)
-                if clock.step_index > 1 and compiles() == compiled:   # no compile or cache load in the HUD numbers
+                counts = boundary is None or boundary.after_step(self, ended - began)   # False: it compiled
+                if clock.step_index > 1 and counts:
                     self.frame_stats.step(ended, ended - began)
         finally:
-            if get_num_threads() != numba_threads:
+            if boundary is not None and get_num_threads() != numba_threads:
                 set_num_threads(numba_threads)
             self.sim_seconds += time.perf_counter() - start
 
     def _due(self, runs: tuple[tuple[System, Any], ...]) -> list[System]:
-        """The systems of ``runs`` whose run_if condition holds now (or that have none)."""
-        return [system for system, condition in runs if condition is None or condition(self)]
+        """The systems of ``runs`` whose run_if condition holds now (or that have none); a condition several
+        systems share is asked once (all are asked before any of the stage's systems runs, as one would be)."""
+        due = []
+        answers: dict[Any, bool] = {}
+        for system, condition in runs:
+            if condition is not None:
+                answer = answers.get(condition)
+                if answer is None:
+                    answer = answers[condition] = bool(condition(self))
+                if not answer:
+                    continue
+            due.append(system)
+        return due
 
     def _timed(self, system: System) -> System:
         """Wrap ``system`` so its wall-clock time adds to ``system_seconds`` under its name."""
@@ -679,7 +720,7 @@ class App:
 
         Headless (or with no window plugin) it steps N frames and prints the report; a window
         plugin provides ``WindowRunner`` as a resource to open a window instead."""
-        from loom.engine.runner import run_app
+        from loom.launch.runner import run_app     # the launch tooling, loaded only here (loom.launch)
         return run_app(self, argv)
 
     def processor(self, *, fixed_step: bool = False) -> esper.Processor:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from loom.engine.cold_kernels import pick, python_twin
-
 
 def color_order(elements: np.ndarray, particle_count: int) -> tuple[np.ndarray, np.ndarray]:
     """Colour ``elements`` (m, k) int32 particle tuples greedily; return (order, color_offsets).
@@ -31,7 +29,7 @@ def color_groups(particles: np.ndarray, offsets: np.ndarray, particle_count: int
     offsets = np.require(offsets, np.int64, ["C", "W"])
     if offsets.shape[0] <= 1:
         return np.zeros(0, np.int64), np.zeros(1, np.int32)
-    colors = pick(_greedy_colors, particle_count)(particles, offsets, particle_count)
+    colors = _greedy_colors_call(particles, offsets, particle_count)
     order = np.argsort(colors, kind="stable")
     counts = np.bincount(colors)
     color_offsets = np.zeros(counts.size + 1, np.int32)
@@ -74,4 +72,6 @@ def _greedy_colors(particles, offsets, particle_count):
     return colors
 
 
-python_twin(_greedy_colors)       # a small cloth is coloured in Python on a cold launch (cold_kernels)
+_greedy_colors_call = _greedy_colors
+"""What ``color_groups`` calls: the kernel, or on a cold launch its Python twin for a small cloth (the launch tooling
+binds this name, ``loom.launch.cold_kernels``; the frame itself never chooses)."""

@@ -4,7 +4,7 @@
 compile or cache load for the whole run (seconds of compiling averaged into every frame). ``FrameStats`` keeps
 only the last ``RECENT_SECONDS``: each rendered frame (``App.update``) and each fixed step with its duration;
 the App's first step (which loads the kernels from the cache or compiles them) and any step during which
-numba compiled something (``compile_progress.compiles``) are never counted.
+numba compiled something (the step boundary says so: ``loom.engine.boundary``) are never counted.
 """
 from __future__ import annotations
 

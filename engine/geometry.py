@@ -11,8 +11,6 @@ import math
 import numba
 import numpy as np
 
-from loom.engine.cold_kernels import python_twin
-
 
 def grid_triangles(nx: int, ny: int, *, checkerboard: bool = True) -> np.ndarray:
     """Triangles (2·(nx−1)·(ny−1), 3) int32 of an nx × ny vertex grid numbered row by row (row·nx + col).
@@ -118,7 +116,7 @@ def closest_point_on_triangle(px, py, pz, a, b, c):
 
 def _vertex_normals_numpy(triangles, x, out):
     """``vertex_normals_into`` in NumPy (sums in another order: equal to rounding): its twin while the
-    compile-ahead worker compiles it (``cold_kernels``)."""
+    compile-ahead worker compiles it (``loom.launch.cold_kernels`` registers it)."""
     p0, p1, p2 = x[triangles[:, 0]], x[triangles[:, 1]], x[triangles[:, 2]]
     face = np.cross(p1 - p0, p2 - p0)
     out[:, :] = 0.0
@@ -127,5 +125,3 @@ def _vertex_normals_numpy(triangles, x, out):
     length = np.sqrt((out * out).sum(axis=1))
     np.divide(out, length[:, None], out=out, where=length[:, None] > 0.0)
 
-
-python_twin(vertex_normals_into, per_step=True, twin=_vertex_normals_numpy)

@@ -28,6 +28,7 @@ from dataclasses import dataclass as _dataclass
 import numpy as np
 
 from loom.engine.geometry import grid_triangles as _grid_triangles, triangle_areas as _triangle_areas
+from loom.engine.persist import persistent
 
 __all__ = ["Mesh", "grid", "strip", "disc", "from_triangles"]
 
@@ -38,6 +39,7 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 # --- the Mesh component ----------------------------------------------------------------------------------------
 
+@persistent
 @_dataclass(frozen=True, eq=False)
 class Mesh:
     """Triangle mesh of a cloth panel in its rest shape, with the derived link topology.

@@ -38,6 +38,9 @@ class Stage(enum.IntEnum):
     RENDER = 4
 
 
+_PRE, _SUB, _POST = Stage.PRE_STEP, Stage.SUBSTEP, Stage.POST_STEP
+
+
 def system_name(system: System) -> str:
     """Return the name a system is ordered by: its ``name`` attribute, else its ``__name__``."""
     name = getattr(system, "name", None) or getattr(system, "__name__", None)
@@ -102,6 +105,7 @@ class Schedule:
     _set_order: dict[Stage, list[tuple[str, ...]]] = field(default_factory=lambda: {s: [] for s in Stage})
     _resolved_names: dict[Stage, list[str]] = field(default_factory=dict)
     _handles: dict[str, enum.Enum] = field(default_factory=dict)
+    _step_runs: tuple = ()
 
     def add(self, stage: Stage, system: System, *, name: str | None = None,
             in_set: str | enum.Enum | Iterable[str | enum.Enum] | None = None,
@@ -168,6 +172,15 @@ class Schedule:
             self._resolved_names[stage] = [e.name for e in entries]
             order = self._order[stage] = tuple((e.system, e.run_if) for e in entries if e.enabled)
         return order
+
+    def step_runs(self) -> tuple[tuple[tuple[System, Condition | None], ...], ...]:
+        """``runs`` of PRE_STEP, SUBSTEP and POST_STEP, the stages of a fixed step: one call per ``App.step``
+        instead of three (kept until the schedule changes; each stage's tuple is the one ``runs`` returns)."""
+        found, order = self._step_runs, self._order
+        if not found or order.get(_PRE) is not found[0] or order.get(_SUB) is not found[1] \
+                or order.get(_POST) is not found[2]:               # a stage changed (its order was dropped)
+            found = self._step_runs = (self.runs(_PRE), self.runs(_SUB), self.runs(_POST))
+        return found
 
     def _find(self, stage: Stage, name: str) -> _Entry:
         for e in self._entries[stage]:

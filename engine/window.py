@@ -96,7 +96,7 @@ class FrameCapture:
     """App resource a renderer inserts: ``save(app, path)`` renders the current state once and writes a PNG;
     ``grab(app)`` renders it once and returns the pixels, (h, w, 3) uint8, top row first.
 
-    ``loom.engine.runner`` uses them for ``--screenshot PATH`` and ``--record PATH``."""
+    ``loom.launch.runner`` uses them for ``--screenshot PATH`` and ``--record PATH``."""
 
     save: Callable[[Any, str], None]
     grab: Callable[[Any], np.ndarray]

@@ -53,7 +53,7 @@ import numpy as np
 
 from loom.components import Cloth
 from loom.engine import App
-from loom.engine.runner import whole_number
+from loom.launch.runner import whole_number
 from loom.files import meshes as _io
 from loom.files.atomic import os_error_line, write_atomic
 from loom.files.snapshot import load_snapshot, save_snapshot

@@ -58,6 +58,7 @@ import numpy as np
 import pymunk
 
 from loom.engine.app import App
+from loom.engine.persist import persistent
 from loom.engine.schedule import Stage
 from loom.files.snapshot import (KIND_REPLAY, SnapshotError, class_table, decode_plain, encode_plain,
                                  read_container, write_container)
@@ -85,6 +86,7 @@ class ReplayError(ValueError):
     """A replay cannot run (different App) or diverged from the recording; the message says where."""
 
 
+@persistent
 @dataclass
 class ReplayLog:
     """Recorded inputs of consecutive fixed steps, from step ``start_step`` on."""

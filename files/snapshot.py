@@ -18,19 +18,20 @@ code that built the App, so a snapshot never names a function and loading one ru
 What a snapshot holds (everything the next step reads), as data only:
 
 - every entity, with its exact id, and every component of it, whole (all dataclass fields and
-  other attributes: Cloth's x, v, x_prev, inv_mass, base_inv_mass, force, lambdas, tether tables
-  and masks, rejected_steps; Pin's step_start/step_end/bound; Tearable's timers; Grab's scratch;
-  RigidBody2D's pymunk Body, cloth force and shift; game components such as a Hero) — plus esper's
-  next entity id, so entities spawned after a load get the ids they would have had;
+  other attributes: Cloth's x, v, x_prev, inv_mass, base_inv_mass, force, changes, rejected_steps;
+  Pin's step_start/step_end/bound; Tearable's timers; Grab's scratch; RigidBody2D's pymunk Body, cloth
+  force and shift; game components such as a Hero) — plus esper's next entity id, so entities spawned
+  after a load get the ids they would have had;
 - every resource made of plain Loom / numpy / pymunk data: Gravity, ColliderSet (with ``pose1``, the
-  last step's end poses, where moving colliders start the next step), the guard's StepSnapshot, the
-  implicit workspaces (adaptive step level, wait counters, contact sets), mass-spring and Verlet
+  last step's end poses, where moving colliders start the next step), the guard's StepSnapshot,
+  XPBD's data per cloth (XPBDData: multipliers, tether tables and masks, checked against the loaded
+  cloths), implicit workspaces (adaptive step level, wait counters, contact sets), mass-spring and Verlet
   scratch, wind scratch, Space2D (the pymunk Space with its bodies, shapes and constraints);
 - the clock: dt, substeps, max_steps, accumulator, step_index, substep_index, dropped.
 
 Values are written in Loom's state format (``loom.files.state_format``): None, bools, ints, floats
 (non-finite ones tagged), strings, bytes, lists, tuples, dicts, sets, numpy arrays and scalars of plain
-numeric or bool dtype (``.npy`` entries), objects of listed classes (by name, with their attributes), and
+numeric or bool dtype (``.npy`` entries), objects of persistent classes (by name, with their attributes), and
 pymunk bodies, shapes, constraints and spaces as their explicit state (rebuilt with pymunk's constructors).
 An object referenced twice (a workspace's ``triangles is cloth.triangles``, a body in both a RigidBody2D
 and the Space) is written once and referenced, so it is still shared after a load: the identity checks
@@ -39,10 +40,10 @@ has (same entity, same type) are restored *in place*, so a scene's closures that
 the arrays inside them are new objects.
 
 In a game's own esper world (``App(world="default")``, docs/embedding.md) a snapshot holds Loom's part only,
-so it never touches the game's data: the components of Loom's classes (``state_format.loom_classes``: Cloth,
-Pin, RigidBody2D, Transform …) on every entity holding one — not the game's own components on those entities
-(its Hero, its Velocity), nor its other entities, nor esper's entity counter, which stay the game's to save —
-plus Loom's resources and clock. Loading one needs every saved entity to exist in the App's world (the same
+so it never touches the game's data: the components of persistent classes (``loom.engine.persist``: Cloth,
+Pin, RigidBody2D, Transform …, a plugin's) on every entity holding one — not the game's own components on those
+entities (its Hero, its Velocity), nor its other entities, nor esper's entity counter, which stay the game's to
+save — plus Loom's resources and clock. Loading one needs every saved entity to exist in the App's world (the same
 scene code made them; a missing one is refused, since esper cannot hand out a chosen id without taking it
 from the game), puts the saved Loom components on them (in place where the entity holds one of that class),
 takes off Loom's components the file does not have (an entity holding nothing but Loom's is despawned: Loom
@@ -74,11 +75,12 @@ File format (version 2), all integers little-endian::
     56      …     payload: a zip holding state.json (structure and scalars) and one .npy entry per array
 
 Loading runs no code from the file, by construction: there is no pickle; class names in the file are
-looked up in a fixed table of Loom's component, resource and value classes (``state_format.loom_classes``)
-plus the classes of the loading App's own components and resources and any given as ``trusted=``; a name
-outside it is refused; objects are made with ``cls.__new__`` and filled with their saved attributes; arrays
-are read with ``np.load(allow_pickle=False)`` after their header (plain dtype, size) was checked, and the
-zip's total uncompressed size is capped. Version 1 files (pickles) are refused, never read.
+looked up in a fixed table of the component, resource and value classes registered with ``@persistent`` (Loom's
+and its plugins', ``state_format.loom_classes``) plus the classes of the loading App's own components and
+resources and any given as ``trusted=``; a name outside it is refused; objects are made with ``cls.__new__``
+and filled with their saved attributes; arrays are read with ``np.load(allow_pickle=False)`` after their header
+(plain dtype, size) was checked, and the zip's total uncompressed size is capped. Version 1 files (pickles) are
+refused, never read.
 
 Loading checks, in order: length of the header, magic, version (a newer or a pickle-based one is refused),
 kind, payload length (truncation), checksum (it detects corruption, not tampering), the format of every
@@ -120,7 +122,8 @@ import pymunk
 
 from loom.engine.app import App
 from loom.files.atomic import write_atomic
-from loom.files.state_format import ClassTable, Decoder, Encoder, FormatError, loom_classes, name_of, set_state
+from loom.engine.persist import name_of
+from loom.files.state_format import ClassTable, Decoder, Encoder, FormatError, loom_classes, set_state
 
 log = logging.getLogger("loom.snapshot")
 
@@ -202,8 +205,8 @@ def load_snapshot(app: App, path: str | os.PathLike[str], *, trusted: Iterable[t
 
 
 def class_table(app: App | None, trusted: Iterable[type] = ()) -> ClassTable:
-    """The classes a file loaded into ``app`` may name: Loom's listed classes, the App's own component and
-    resource classes (its scene code made them) and ``trusted``."""
+    """The classes a file loaded into ``app`` may name: the persistent classes (Loom's and its plugins'), the
+    App's own component and resource classes (its scene code made them) and ``trusted``."""
     table = ClassTable(loom_classes())
     if app is not None:
         table.add(_app_types(app))
@@ -290,7 +293,8 @@ def _app_types(app: App) -> set[type]:
 
 
 def _loom_component_types() -> frozenset[type]:
-    """Loom's own classes (``loom_classes``): in a game's world, the components a snapshot saves and restores."""
+    """The persistent classes (``loom_classes``, Loom's and its plugins'): in a game's world, the components a
+    snapshot saves and restores."""
     return frozenset(loom_classes())
 
 
@@ -508,21 +512,22 @@ def _scalar_state(state: Any, own: Any) -> bool:
     return True
 
 
-def _implicit_workspaces(state: Any, clothes: dict[int, Any], colliders: int) -> dict[str, Any]:
+def _implicit_workspaces(state: Any, clothes: dict[int, Any], colliders: int, owner: type) -> dict[str, Any]:
     """The implicit solver's workspaces, each rebuilt for its loaded cloth (``ImplicitWorkspace(cloth)``: its
     topology, block pattern and index arrays come from the cloth, never from the file) and then given the
     file's solver state where it has exactly the layout of the rebuilt one: scalars of the same type, float
     arrays of the same shape and dtype (finite), int8/bool flag arrays of the same shape, per-particle collider
-    indices in [-1, ``colliders``)."""
-    from loom.systems.models.implicit.solver import ImplicitWorkspace
+    indices in [-1, ``colliders``). ``owner`` is the ImplicitWorkspaces class; its workspace class, beside it in
+    its module, is known by name (files/ imports no system's internals)."""
     if type(state) is not dict or type(state.get("by_entity")) is not dict:
         raise FormatError("ImplicitWorkspaces: expected {by_entity: {entity: workspace}}")
     spaces = {}
     for entity, loaded in state["by_entity"].items():
         cloth = clothes.get(entity)
-        if cloth is None or type(loaded) is not ImplicitWorkspace:
+        kind = type(loaded)
+        if cloth is None or kind.__module__ != owner.__module__ or kind.__qualname__ != "ImplicitWorkspace":
             raise FormatError(f"ImplicitWorkspaces.by_entity[{str(entity)[:20]}]: not a workspace of a loaded cloth")
-        fresh = ImplicitWorkspace(cloth)
+        fresh = kind(cloth)
         for name, template in fresh.__getstate__().items():
             if name in vars(loaded):
                 object.__setattr__(fresh, name, _merged(template, vars(loaded)[name],
@@ -614,7 +619,7 @@ def _check_plan(plan: dict[str, Any], app: App) -> None:
         if cls.__name__ == "ColliderSet" and cls.__module__ == "loom.components.collider":
             state = _collider_set(state, {e for e, _ in plan["entities"]})
         elif cls.__name__ == "ImplicitWorkspaces" and cls.__module__.startswith("loom.systems."):
-            state = _implicit_workspaces(state, clothes, colliders)
+            state = _implicit_workspaces(state, clothes, colliders, cls)
         elif cls.__module__.startswith("loom.systems.") and getattr(cls, "check_state", None) is None \
                 and not _scalar_state(state, app.resources.get(cls)):
             resources.append((None, cls))                  # rebuilt by its systems

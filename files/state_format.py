@@ -1,12 +1,13 @@
-"""Loom's data-only state format: plain values and objects of listed classes as JSON plus ``.npy`` arrays in a zip.
+"""Loom's data-only state format: plain values and persistent classes' objects as JSON plus ``.npy`` arrays in a zip.
 
 Snapshots (loom.files.snapshot) and replay logs (loom.files.replay) are written in this format. Loading one
-never imports a module, never calls a function or class named by the file, and never unpickles: the file
-names classes by strings that are looked up in a ``ClassTable`` built by the loading program (Loom's own
-component, resource and value classes, listed in ``LOOM_CLASSES``, plus the loading App's and ``trusted=``
-classes); an object is made with ``cls.__new__(cls)`` and its saved state put into it. Arrays are ``.npy``
-entries read with ``np.load(allow_pickle=False)`` after their header was checked (plain numeric or bool
-dtype, declared size equal to the bytes present); the zip's declared sizes are capped (``MAX_TOTAL_BYTES``).
+never imports a module the file names, never calls a function or class named by the file, and never unpickles:
+the file names classes by strings that are looked up in a ``ClassTable`` built by the loading program (the
+classes registered with ``loom.engine.persist.persistent`` where they are defined, Loom's and its plugins', plus
+the loading App's and ``trusted=`` classes); an object is made with ``cls.__new__(cls)`` and its saved state put
+into it. Arrays are ``.npy`` entries read with ``np.load(allow_pickle=False)`` after their header was checked
+(plain numeric or bool dtype, declared size equal to the bytes present); the zip's declared sizes are capped
+(``MAX_TOTAL_BYTES``).
 
 Value kinds, as JSON nodes:
 
@@ -38,6 +39,8 @@ from typing import Any
 
 import numpy as np
 import pymunk
+
+from loom.engine.persist import name_of, persistent_classes
 
 DOCUMENT = "state.json"
 """Name of the JSON entry in the zip."""
@@ -114,56 +117,27 @@ class ClassTable:
         cls = self.by_name.get(name) if isinstance(name, str) else None
         if cls is None:
             raise FormatError(f"class {str(name)[:200]!r} is not a Loom component, resource or value class this "
-                              f"App knows (pass game classes as trusted=)")
+                              f"App knows (a plugin's class needs @loom.engine.persist.persistent, a game's "
+                              f"classes trusted=)")
         return cls
-
-
-def name_of(cls: type) -> str:
-    """The name a class is registered and written under: ``module.qualname``."""
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 # --- the class table -----------------------------------------------------------------------------------------
 def loom_classes() -> tuple[type, ...]:
-    """Loom's component, resource and nested value classes a state file may hold, imported here by name in code
-    (never from a file): the components, every resource the systems create (also those made lazily after the
-    first step, which a freshly built App does not hold yet) and the value classes inside them."""
-    from loom import components as c
-    from loom.components.inertia import Inertia
-    from loom.components.models import ModelSpec
-    from loom.engine.mesh import Mesh
-    from loom.files.replay import ReplayLog
-    from loom.prefabs.figure import Figure
-    from loom.systems.collision import environment, self_collision
-    from loom.systems.coupling.pymunk_bridge import BodyPoses, Coupling
-    from loom.systems.forces.wind import AeroArrays, WindScratch
-    from loom.systems.models import mass_spring, verlet
-    from loom.systems.models.implicit import block_sparse, forces, solver
-    from loom.systems.models.implicit import constraints as implicit_constraints
-    from loom.systems.pipeline import guard, pins
-    from loom.systems.shared.batch import Batch
-    from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
-    from loom.systems.shared.model_index import ClothIndex
-    from loom.systems.shared.substep_model import ClothScratch
-    from loom.systems.xpbd import constraints as xpbd_constraints
-    from loom.systems.xpbd import predict
-    return (
-        c.Camera, c.Cloth, c.Box, c.Capsule, c.Collider, c.ColliderSet, c.Cylinder, c.Plane, c.Prism, c.Sphere,
-        c.TriangleMesh, c.Grab, c.Gravity, Inertia, c.ClothMaterial, c.VerletSettings, c.MassSpringSettings,
-        c.ImplicitSettings, ModelSpec, c.Pin, c.ClothStyle, c.ColliderStyle, c.Prop, c.RenderSettings, c.InputState,
-        c.RigidBody2D, Figure,
-        c.Space2D, c.PixelSpace, c.Tearable, c.Transform, c.Wind, c.WindBox, c.WindSphere, c.Blower,
-        Mesh, ReplayLog, Batch, ClothIndex, ClothScratch, BodyPoses, Coupling, WindScratch, AeroArrays,
-        environment.ContactScratch, self_collision.SelfCollisionBuffers, self_collision.Buffers,
-        self_collision.Contacts, guard.Recovery, guard.StepSnapshot, pins.PinBatch, pins.PinTargetBatch,
-        predict.ForceBatch, predict.IntegrationBatch, xpbd_constraints.ConstraintTables,
-        xpbd_constraints.ConstraintBatch, xpbd_constraints.AnchorBatch, xpbd_constraints.ProvotBounds,
-        mass_spring.MassSpringScratch, mass_spring.SpringState, mass_spring.SpringTables,
-        verlet.VerletScratch, verlet._VerletTables, DeformationLimits, LimitBatch,
-        solver.ImplicitWorkspaces, solver.ImplicitWorkspace, solver.HeldParts, block_sparse.BlockPattern,
-        block_sparse.Constraints, block_sparse.PcgScratch, implicit_constraints.Contacts,
-        implicit_constraints.StepVectors, forces.RestShape, forces.LinearSystem,
-    )
+    """The classes a state file may name without ``trusted=``: every class registered with
+    ``loom.engine.persist.persistent`` (components, the resources systems create, also lazily after the first
+    step, and the value classes inside them), each declared next to its definition.
+
+    Loom's own packages are imported first (components, the mesh, every built-in plugin through ``loom.systems``,
+    prefabs, replay logs), so the table holds every class of theirs even when the loading program has not
+    imported the module defining it yet. A plugin defined outside Loom registers its classes when its module is
+    imported, which the program building an App with that plugin has done. Nothing here is named by a file."""
+    import loom.components  # noqa: F401  (each import registers its package's persistent classes)
+    import loom.engine.mesh  # noqa: F401
+    import loom.files.replay  # noqa: F401
+    import loom.prefabs  # noqa: F401
+    import loom.systems  # noqa: F401
+    return persistent_classes()
 
 
 # --- encoding -------------------------------------------------------------------------------------------------
@@ -219,8 +193,8 @@ class Encoder:
             return self._pymunk(value, where, depth)
         if kind in self.table:
             return self._object(value, where, depth)
-        raise FormatError(f"{where}: {kind.__module__}.{kind.__qualname__} is not plain data or a listed Loom class "
-                          f"(functions and other objects are never saved)")
+        raise FormatError(f"{where}: {kind.__module__}.{kind.__qualname__} is not plain data or a persistent class "
+                          f"(@loom.engine.persist.persistent; functions and other objects are never saved)")
 
     def finish(self, document: dict[str, Any]) -> bytes:
         """The zip: the JSON document, then every array entry (stored uncompressed: fast, bounded on read)."""
@@ -676,7 +650,7 @@ def _set_space_counters(space: pymunk.Space, counters: dict[str, Any]) -> None:
 
 def set_state(obj: Any, state: Any) -> None:
     """Put a decoded ``state`` into ``obj`` as pickle would: the class's ``__setstate__`` if it defines one
-    (a listed Loom class), else the instance ``__dict__`` (and slots) replaced by the state's entries."""
+    (a persistent class), else the instance ``__dict__`` (and slots) replaced by the state's entries."""
     setstate = getattr(type(obj), "__setstate__", None)
     if setstate is not None:
         setstate(obj, state)

@@ -3,7 +3,7 @@
 Run: python -m loom.games                      one line per game: its name and what it shows
      python -m loom.games NAME [options]       the same as python -m loom.games.NAME [options]
      python -m loom.games --kernel-lists       record each game's kernel list (games/kernels/, for a first
-                                          launch to compile on two cores: loom.engine.compile_ahead)
+                                          launch to compile on two cores: loom.launch.compile_ahead)
      python -m loom.games --precompile         run every game (and every cloth model) headless for ten
                                           frames, with a screenshot, so numba's cache holds their
                                           kernels: the next launch of any of them is warm (about 1.1 s
@@ -76,7 +76,7 @@ PRECOMPILE_FRAMES = 10
 def precompile(games: dict[str, str]) -> int:
     """Run each game headless for ``PRECOMPILE_FRAMES`` frames in its own process, saving a screenshot (so the
     renderer's kernels compile too) into a temporary folder, filling numba's on-disk cache, then compile what
-    each game's kernel list holds beyond that (``loom.engine.compile_ahead``: a first launch then starts no
+    each game's kernel list holds beyond that (``loom.launch.compile_ahead``: a first launch then starts no
     worker); print one line per run with its seconds; return 1 if any run failed."""
     failed = 0
     env = {**os.environ, "LOOM_COLD_PYTHON": "0", "LOOM_COMPILE_AHEAD": "0"}   # set-up kernels compiled too
@@ -89,7 +89,7 @@ def precompile(games: dict[str, str]) -> int:
         status = "ok" if out.returncode == 0 else f"failed: {out.stderr.strip().splitlines()[-1:]}"
         failed += out.returncode != 0
         print(f"{' '.join([name, *options]):<34} {time.perf_counter() - start:6.1f} s  {status}", flush=True)
-    from loom.engine import compile_ahead
+    from loom.launch import compile_ahead
     for name in games:                      # what the kernel lists hold beyond ten frames (later contacts)
         if kernel_list(name).exists():
             start = time.perf_counter()
@@ -108,9 +108,9 @@ def kernel_list(game: str) -> Path:
 
 def kernel_lists(games: dict[str, str]) -> int:
     """Record the kernel list of every game that passes one to ``run_app`` into games/kernels/
-    (``loom.engine.compile_ahead.record``: two cold runs each, about a minute and a half a game); print one line
+    (``loom.launch.compile_ahead.record``: two cold runs each, about a minute and a half a game); print one line
     per game; return 1 if any failed."""
-    from loom.engine import compile_ahead
+    from loom.launch import compile_ahead
     failed = 0
     for name in [g for g in games if "KERNELS = " in (_HERE / f"{g}.py").read_text(encoding="utf-8")]:
         start = time.perf_counter()

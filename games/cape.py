@@ -25,15 +25,16 @@ import pymunk
 from loom import Figure, GLRenderPlugin, WindowPlugin, pose_figure, spawn_figure
 from loom.components import (Camera, Cloth, ClothStyle, ColliderStyle, InputState, Pin, Plane, Prop, RenderSettings,
                              RigidBody2D, Space2D, Transform, Wind)
-from loom.engine import App, Stage, Window, mesh, parser, run_app
+from loom.engine import App, Stage, Window, mesh
+from loom.launch import parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
 
 DT = 1 / 60
 """[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
 SUBSTEPS = 7
-"""Substeps per step: 7 keeps the cape within 2 % worst and 0.4 % p99 stretch over the scripted run and its frame
-under 1 ms (``python -m loom.benchmarks scenes --scene cape``); 8 stretch it no less and cost more
-(docs/performance.md, "Measured")."""
+"""Substeps per step: 7 keeps the cape within its silk's 2 % stretch limit over the scripted run
+(``python -m loom.benchmarks scenes --scene cape``); 8 cost more and stretch it no less
+(docs/performance.md, "Moved from docstrings")."""
 HERO_SIZE = (0.4, 0.8)        # [m] width, height
 HERO_DEPTH = 0.4              # [m] extent along z of the hero's collider
 CAPE_SIZE = (0.5, 0.6)        # [m] width, length: ends 0.1 m above the ground
@@ -49,7 +50,7 @@ TURN_RATE = 9.0
 NECK = (-HERO_SIZE[0] / 2 - 0.015, HERO_SIZE[1] / 2 + 0.04)
 """Where the cape's top edge is held [m], in the hero's frame (x forward, y up): behind his shoulders and 4 cm
 above his collision box, so the pins never enter the box as he turns round and the rows below them ride over
-its top edge (1.5 cm gave single links pinched to 182 % in the turn); the cape hangs down his back."""
+its top edge (closer, single links are pinched in the turn); the cape hangs down his back."""
 CAMERA_YAW = -0.8
 """Camera yaw [rad] while the hero faces +x: from his side and a little behind him (mirrored when he faces −x)."""
 GRASS = (0.34, 0.52, 0.25)
@@ -248,7 +249,7 @@ Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """
 
 KERNELS = Path(__file__).resolve().parent / "kernels" / "cape.pickle"
-"""The kernel list a first launch compiles on a second core (``loom.engine.compile_ahead``; regenerate with
+"""The kernel list a first launch compiles on a second core (``loom.launch.compile_ahead``; regenerate with
 ``python -m loom.games --kernel-lists``)."""
 
 

@@ -19,7 +19,8 @@ import pygame
 from loom import GLRenderPlugin, WindowPlugin
 from loom.components import (MODELS, SETTINGS, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Cylinder,
                              InputState, Plane, Sphere, Transform)
-from loom.engine import App, Mesh, Stage, mesh, parser, run_app
+from loom.engine import App, Mesh, Stage, mesh
+from loom.launch import parser, run_app
 from loom.systems import DefaultPlugins
 
 TABLE_RADIUS = 0.5           # [m]
@@ -120,7 +121,7 @@ Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """
 
 KERNELS = Path(__file__).resolve().parent / "kernels" / "drape.pickle"
-"""The kernel list a first launch compiles on a second core (``loom.engine.compile_ahead``; regenerate with
+"""The kernel list a first launch compiles on a second core (``loom.launch.compile_ahead``; regenerate with
 ``python -m loom.games --kernel-lists``)."""
 
 

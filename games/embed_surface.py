@@ -25,7 +25,8 @@ import time
 from collections.abc import Sequence
 
 from loom.components import Camera, Transform
-from loom.engine import HEADLESS_FRAMES, App, check_outputs, open_recorder, parser, print_report
+from loom.engine import App
+from loom.launch import HEADLESS_FRAMES, check_outputs, open_recorder, parser, print_report
 from loom.systems import DefaultPlugins
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")          # before pygame's import: one JSON line

@@ -21,7 +21,8 @@ import pygame
 from loom import GLRenderPlugin, WindowPlugin
 from loom.components import (Box, Camera, Capsule, Cloth, ClothStyle, Collider, ColliderStyle, Cylinder, InputState,
                              Pin, Plane, Prism, Prop, Sphere, Transform, Wind)
-from loom.engine import App, Stage, mesh, parser, run_app
+from loom.engine import App, Stage, mesh
+from loom.launch import parser, run_app
 from loom.systems import DefaultPlugins
 
 POLE_TOP = 3.0                # [m]
@@ -29,9 +30,8 @@ WIND = (6.0, 0.0, 1.0)        # [m/s]: a fresh breeze, slightly across
 DT = 1 / 60
 """[s] per step. DT and SUBSTEPS are this game's step: main's App and ``python -m loom.files.bake`` use them."""
 SUBSTEPS = 4
-"""Per step. The flag in gusts over 600 frames, 4 substeps against 8 (2 sweeps each): the same
-worst stretch (10 %, Provot's limit), flutter (0.102 against 0.106 m of spread across the wind) and
-reach (0.90 against 0.88 m), no refused step, for 0.87 against 1.49 ms a frame."""
+"""Per step: 4 substeps of 2 sweeps stretch, flutter and reach in the gusts as 8 do, with no refused step, for
+less (docs/performance.md, "Moved from docstrings")."""
 
 BOAT = (-3.9, 0.0, 0.4)        # [m] the boat's keel under the mast, on the beach
 HEADING = -0.45               # [rad] the boat's turn about y: its sail faces (cos 0.45, 0, sin 0.45) downwind
@@ -39,14 +39,14 @@ DECK = 0.42                   # [m] height of the deck above the sand
 MAST_TOP = 3.05               # [m]
 YARD = 2.55                   # [m] height of the yard the sail's head is laced to
 SAIL = (1.5, 1.4)             # [m] the sail's width (along the yard) and height, as cut
-SAIL_GRID = (24, 22)          # particles across and down: 528, about the old 24 × 24 sail
+SAIL_GRID = (24, 22)          # particles across and down: 528
 SLACK = 0.86                  # [-] the clews are tied this fraction of the sail's height below the yard
 TIE_IN = 0.94                 # [-] and this fraction of its half-width out from the middle
 SAG_OUT = 0.25                # [m] and this far downwind of the yard
 SAIL_STRETCH = 0.05
-"""Provot's limit on the sail's canvas [-]. At the flag's 10 % a quarter of the sail's links sat above 3 % and the
-worst at 10 % in the breeze: rubbery for sailcloth; 5 % holds the worst there for the same belly (23–24 % of the
-width) at the same cost (3 % cost more for a sail that looks the same)."""
+"""Provot's limit on the sail's canvas [-] (his critical deformation rate τc: no stretch or shear link longer than
+(1 + τc) × its rest length). Provot's own 10 % is rubbery for sailcloth; 5 % gives the same belly at the same cost,
+a tighter limit costs more for a sail that looks the same (docs/performance.md, "Moved from docstrings")."""
 WOOD, DARK_WOOD, ROPE = (0.55, 0.38, 0.22), (0.36, 0.23, 0.14), (0.78, 0.68, 0.48)
 SAND = (0.80, 0.72, 0.53)
 
@@ -65,8 +65,8 @@ FLAG_SHEAR = 0.3
 """The flag's Provot limit [-] (``ClothMaterial.strain_limit``: its stretch and shear links at most 30 % long; the
 denim's stretch limit, 1.2 %, holds its stretch links tighter): where woven cloth's yarns lock in shear, so the
 whipping fly's cells do not collapse. Not tighter: with shear links limited near 10 %, the gusts keep them at the
-limit and its corrections along them stretch the yarns to the stretch limit, at more cost; at 0.3 the shear links
-reach 17 % p99 and the stretch stays lower, the frame cheaper (docs/performance.md, "Measured")."""
+limit and its corrections along them stretch the yarns to the stretch limit, at more cost; at 0.3 the stretch
+stays lower, the frame cheaper (docs/performance.md, "Moved from docstrings")."""
 
 
 def build_scene(app: App, sail: bool = False) -> tuple[Cloth, Cloth | None]:
@@ -201,7 +201,7 @@ Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """
 
 KERNELS = Path(__file__).resolve().parent / "kernels" / "flag.pickle"
-"""The kernel list a first launch compiles on a second core (``loom.engine.compile_ahead``; regenerate with
+"""The kernel list a first launch compiles on a second core (``loom.launch.compile_ahead``; regenerate with
 ``python -m loom.games --kernel-lists``)."""
 
 

@@ -26,7 +26,8 @@ import pygame
 from loom import GLRenderPlugin, WindowPlugin
 from loom.components import (MODELS, Box, Camera, Cloth, ClothStyle, Cylinder, InputState, Pin, Plane, Prop,
                              Transform, Wind)
-from loom.engine import App, Stage, mesh, parser, run_app
+from loom.engine import App, Stage, mesh
+from loom.launch import parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
 
 DT = 1 / 60
@@ -39,9 +40,10 @@ SLIDE = 0.75                  # [s] the pegs slide together over this time from 
 BREEZE = (0.45, 0.0, 1.1)     # [m/s]: a light air toward the camera, a little across; gusts and eddies on top
 POST = 0.9                    # [m] the line's posts stand this far either side of the middle
 STRAIN_LIMIT = 0.04
-"""Provot 1995's deformation limit on the cotton [-]. Without it the folds the slack makes let XPBD's two sweeps
-stretch a link in the swag up to 9.6 % in the breeze (10 s, n = 32); with it the worst is 4.0 %, as woven cotton
-would stretch at most. Four sweeps instead would also do (3.0 %) at twice the cost."""
+"""Provot 1995's deformation limit on the cotton [-] (``ClothMaterial.strain_limit``, his critical deformation
+rate τc: no stretch or shear link longer than (1 + τc) × its rest length). Without it the folds the slack makes let
+XPBD's two sweeps stretch links in the swag well past what woven cotton would; with it they stay within 4 %. More
+sweeps would also do, at more cost (docs/performance.md, "Moved from docstrings")."""
 
 
 @dataclass
@@ -146,7 +148,7 @@ Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """
 
 KERNELS = Path(__file__).resolve().parent / "kernels" / "hanging_sheet.pickle"
-"""The kernel list a first launch compiles on a second core (``loom.engine.compile_ahead``; regenerate with
+"""The kernel list a first launch compiles on a second core (``loom.launch.compile_ahead``; regenerate with
 ``python -m loom.games --kernel-lists``)."""
 
 

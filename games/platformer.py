@@ -32,7 +32,7 @@ import pygame  # noqa: E402
 import pymunk  # noqa: E402
 
 import loom  # noqa: E402
-from loom.engine import HEADLESS_FRAMES, check_outputs, open_recorder, parser, print_report  # noqa: E402
+from loom.launch import HEADLESS_FRAMES, check_outputs, open_recorder, parser, print_report  # noqa: E402
 
 GAME_DT = 1 / 60
 """[s] the game's fixed tick: pymunk steps by it, and Loom takes exactly one step of it per tick."""

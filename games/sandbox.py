@@ -38,7 +38,8 @@ import pygame
 from loom import GLRenderPlugin, WindowPlugin
 from loom.components import (MODELS, Blower, Box, Camera, Cloth, ClothMaterial, ClothStyle, Collider, Cylinder, Grab,
                              InputState, Pin, Plane, Prop, Tearable, Transform, Wind)
-from loom.engine import App, Mesh, Stage, mesh, parser, run_app
+from loom.engine import App, Mesh, Stage, mesh
+from loom.launch import parser, run_app
 from loom.systems import ClothSet, DefaultPlugins
 from loom.systems.interaction import pick_particle, update_blower, update_grab
 
@@ -58,14 +59,14 @@ HANDS = (10, 21, 0)           # columns of the two hands and their row (0: the b
 SPREAD = 0.5                  # [m] each hand pulls this far outward
 SHEET_SHEAR = 1e-3
 """Shear compliance of the sandbox's fabrics [m/N] (``fabric``): tight weaves, stiffer in shear than the presets
-(cotton 1 m/N), so pulling the sheet apart tears clean slits and flaps (the soft preset tore the scripted slit into
-21 corner-hung shards against 6, and its torn flaps kept tearing as they swung)."""
+(cotton 1 m/N), so pulling the sheet apart tears clean slits and flaps (the soft preset tears the scripted slit into
+shards hanging by a corner, and its torn flaps keep tearing as they swing)."""
 TEAR_STRAIN = 0.5             # [-] links stretched 50 % for TEAR_TIME break
 TEAR_TIME = 0.05              # [s]
 TEAR_SPLITS = 1
 """Particles a crack may split per step (Tearable.max_splits): one, so a crack runs on from its tip at 60
 particles a second (≈ 2 m/s on this grid) instead of cutting many overloaded links at once, which left single
-triangles dangling by a corner along a ragged edge (the scripted tear: 33 such shards with 16, 6 with 1)."""
+triangles dangling by a corner along a ragged edge."""
 GAP = 0.7                     # [-] the top corners end this fraction of the sheet's width apart: the top edge's slack
 SLIDE = 0.8                   # [s] they slide together over this time after the sheet is hung (smoothly)
 BREEZE = (0.35, 0.0, -0.8)    # [m/s] a light air away from the camera, a little across; gusts and eddies on top
@@ -263,8 +264,7 @@ def switch_cloth(app: App, s: Sandbox, *, model: str | None = None, material: st
 
 SHEET_ITERATIONS = 2
 """Sweeps per substep of the sandbox's sheet: it can tear, and a cloth that can tear is solved with plain sweeps,
-not yarns (``ConstraintTables.plain``), so it takes two, as every cloth did before the yarns (with one, the idle
-sheet hung 7.5 % stretched)."""
+not yarns (``ConstraintTables.plain``), so it takes two: one leaves the idle sheet hanging visibly stretched."""
 
 
 def fabric(name: str) -> ClothMaterial:
@@ -373,7 +373,7 @@ Measured with the startup benchmark's ``--kernels`` total (``compiles``).
 """
 
 KERNELS = Path(__file__).resolve().parent / "kernels" / "sandbox.pickle"
-"""The kernel list a first launch compiles on a second core (``loom.engine.compile_ahead``; regenerate with
+"""The kernel list a first launch compiles on a second core (``loom.launch.compile_ahead``; regenerate with
 ``python -m loom.games --kernel-lists``)."""
 
 

@@ -49,8 +49,8 @@ GAP = 0.03
 BOW = 0.08
 """Depth of the sheet's bow [-], as a fraction of its lower width: enough that it is not a flat plane."""
 TURN_TIME = 0.3
-"""Default time [s] the pinned row takes to slide across when the hero turns (``Cape.turn_time``): measured on
-the default cape, a turn into a run at 2.5 m/s stretched a link by at most 9.5 % at 0.3 s, 33 % at 0.15 s."""
+"""Default time [s] the pinned row takes to slide across when the hero turns (``Cape.turn_time``): a faster slide
+stretches the cape's links more in a turn into a run (docs/performance.md, "Moved from docstrings")."""
 
 
 class Cape:

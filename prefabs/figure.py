@@ -19,6 +19,7 @@ import numpy as np
 
 from loom.components import Box, Capsule, Prop, Sphere, Transform
 from loom.engine import App
+from loom.engine.persist import persistent
 
 STRIDE = 0.55
 """Distance run per half cycle of the legs [m]."""
@@ -47,6 +48,7 @@ PARTS = {
 }
 
 
+@persistent
 @dataclass
 class Figure:
     """The entities of one character's parts and its animation state."""

@@ -30,5 +30,5 @@ python -m pip install -q --disable-pip-version-check -e ".[test]"
 python -m pip install -q --disable-pip-version-check --no-deps -e examples/loom_vortex
 # bytecode for every module (a launch then skips compiling Python source, even where PYTHONDONTWRITEBYTECODE is
 # set) and numba's cache for every game and cloth model: the demo and the test suite start warm
-python -m compileall -q -j 0 engine systems components games prefabs files benchmarks __init__.py >/dev/null
+python -m compileall -q -j 0 engine launch systems components games prefabs files benchmarks __init__.py >/dev/null
 python -m loom.games --precompile

@@ -5,7 +5,11 @@ cloths of that model. The four built in: ``xpbd`` (``loom.systems.xpbd``: Integr
 ConstraintPlugin), ``verlet``, ``mass_spring`` and ``implicit`` (``loom.systems.models``). A model's
 systems find their cloths with ``loom.systems.shared.model_index.cloths_of(app, name)`` (one index,
 no string compares) and keep what they need per cloth in a resource with ``forget(entity)``,
-registered with ``forget_on_despawn`` so it leaves with the cloth.
+registered with ``forget_on_despawn`` so it leaves with the cloth (XPBD's multipliers and tethers:
+``loom.systems.xpbd.data.XPBDData``; Verlet's and mass-spring's tables: ``ClothScratch``). The pipeline
+around every model (``loom.systems.pipeline``) places pins, clears forces after each step and guards
+the state; a model follows the cloth's change signal, ``Cloth.changes`` (pins, grabs, masses, a new
+topology, a refused step: ``loom.systems.shared.substep_model.Seen``), instead of polling.
 
 Your own model::
 

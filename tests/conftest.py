@@ -79,3 +79,23 @@ def refusal_runs():
     13 steps, one the guard refuses (a NaN force on that particle's axis; asserted refused) and 20 more};
     ``scene()`` builds a fresh (app, cloth) for each run. A refusal costs one step: the two should be equal."""
     return _refusal_runs
+
+
+def _resumed(scene: Callable[[], App], path, first: int, then: int) -> tuple[App, App]:
+    """Two runs of ``scene()``: one stepped ``first`` steps, saved to ``path`` and stepped ``then`` more; a second
+    built afresh, loaded from ``path`` and stepped ``then`` steps. Returns (uninterrupted, resumed)."""
+    from loom.files.snapshot import load_snapshot, save_snapshot
+    a = scene()
+    a.step(first)
+    save_snapshot(a, path)
+    a.step(then)
+    b = scene()
+    load_snapshot(b, path)
+    b.step(then)
+    return a, b
+
+
+@pytest.fixture
+def resumed_runs():
+    """``resumed_runs(scene, path, first, then)``: an uninterrupted and a snapshot-resumed run (``_resumed``)."""
+    return _resumed

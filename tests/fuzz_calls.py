@@ -138,6 +138,12 @@ class Run:
             return None
         if kind == "material":
             return self.app.get(entity, loom.Cloth).material
+        if kind == "XPBDClothData":                     # XPBD's own data of the cloth (after its first step)
+            from loom.systems.xpbd import xpbd_data
+            try:
+                return xpbd_data(self.app, entity)
+            except KeyError:
+                return None
         return self.app.try_get(entity, getattr(loom, kind))
 
     def new_app(self, dt: Any, substeps: Any) -> None:

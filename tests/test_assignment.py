@@ -11,25 +11,28 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pymunk
 import pytest
 
-from loom.components import (Blower, Box, Camera, Capsule, Cloth, ClothStyle, Collider, Cylinder, Gravity, Grab,
-                             InputState, Pin, Plane, Prism, RenderSettings, RigidBody2D, Space2D, Sphere, Tearable,
-                             Transform, TriangleMesh, Wind)
+from loom.components import (Blower, Camera, Cloth, ClothStyle, Collider, Gravity, Grab, InputState, Pin,
+                             RenderSettings, RigidBody2D, Space2D, Sphere, Tearable, Transform, TriangleMesh, Wind)
 from loom.components._validate import FieldError, floats, indices, integer, real
 from loom.components.inertia import Inertia
 from loom.engine import mesh
+from loom.systems.xpbd import XPBDClothData
+from shape_examples import every_shape
 
-SCENE = """
+SCENE = f"TESTS = {str(Path(__file__).parent)!r}" + """
 import dataclasses, json, math, sys
 import numpy as np, pymunk
 from loom.components import *
 from loom.components.inertia import Inertia
 from loom.engine import App, mesh
 from loom.systems import DefaultPlugins
+from loom.systems.xpbd import xpbd_data
 
 app = App(dt=1 / 60, substeps=4)
 app.add_plugin(DefaultPlugins)
@@ -39,10 +42,10 @@ pin = Pin.corners(sheet, "top")
 tear = Tearable(tear_strain=5.0)
 style = ClothStyle()
 inertia = Inertia(linear=0.5)
-app.spawn(cloth, pin, tear, style, inertia)
-colliders = [Collider(s) for s in (Sphere(0.1), Capsule(0.05, 0.1), Cylinder(0.05, 0.1), Box((0.1, 0.1, 0.1)),
-                                   Plane(), Prism([[0, 0], [0.1, 0], [0, 0.1]]),
-                                   TriangleMesh([[0, 0, 0], [1, 0, 0], [0, 0, 1]], [[0, 2, 1]]))]
+cloth_entity = app.spawn(cloth, pin, tear, style, inertia)
+sys.path.insert(0, TESTS)
+from shape_examples import every_shape
+colliders = [Collider(s) for s in every_shape(0.3)]               # every shape of collider.SHAPES
 transforms = [Transform(position=(0.0, -2.0 - k, 0.0)) for k in range(len(colliders))]
 for c, t in zip(colliders, transforms):
     app.spawn(c, t)
@@ -65,14 +68,15 @@ gravity = app.resource(Gravity)
 app.step(2)
 objects = [cloth, pin, tear, style, inertia, *colliders, *[c.shape for c in colliders], *transforms, wind, blower,
            grab, camera, rigid, app.resource(Space2D), app.resource(RenderSettings), app.resource(InputState),
-           gravity]
+           gravity, xpbd_data(app, cloth_entity)]
 """
 
 MATRIX = SCENE + """
 FREE_LENGTH = {("Tearable", "link_time"), ("Tearable", "piece"), ("Tearable", "torn"), ("Tearable", "crack"),
                ("Prism", "polygon")}
 ALLOWS_INF = {("Cloth", "link_max")}
-IDENTITY_ONLY = {("Tearable", "link_table"), ("Tearable", "tether_table")}   # compared with `is`, never read
+IDENTITY_ONLY = {("Tearable", "link_table"), ("Tearable", "tether_table"),   # compared with `is`, never read
+                 ("XPBDClothData", "topology")}
 UNBOUNDED = {("Pin", "index")}        # a pin does not know its cloth: the pin system checks it at the next step
 
 
@@ -172,9 +176,10 @@ def test_every_bad_assignment_to_every_field_is_refused_and_the_app_keeps_steppi
                   "Cloth.base_inv_mass", "Cloth.rest_x", "Cloth.rest_uv", "Cloth.triangles", "Cloth.links",
                   "Cloth.link_i", "Cloth.link_j", "Cloth.link_rest", "Cloth.link_compliance", "Cloth.link_max",
                   "Cloth.link_order", "Cloth.link_kind", "Cloth.link_color_offsets", "Cloth.bend_quads",
-                  "Cloth.bend_rest_angle", "Cloth.bend_color_offsets", "Cloth.link_lambda", "Cloth.bend_lambda",
-                  "Cloth.tether_offsets", "Cloth.tether_anchor", "Cloth.tether_length", "Cloth.tether_anchor_mask",
-                  "Cloth.iterations", "Cloth.rejected_steps", "Pin.index", "Pin.target", "Pin.active",
+                  "Cloth.bend_rest_angle", "Cloth.bend_color_offsets", "XPBDClothData.link_lambda",
+                  "XPBDClothData.bend_lambda", "XPBDClothData.tether_offsets", "XPBDClothData.tether_anchor",
+                  "XPBDClothData.tether_length", "XPBDClothData.tether_anchor_mask", "XPBDClothData.seen_changes",
+                  "Cloth.iterations", "Cloth.rejected_steps", "Cloth.changes", "Pin.index", "Pin.target", "Pin.active",
                   "Pin.step_start", "Collider.friction", "Sphere.radius", "Box.half_extents", "Prism.polygon",
                   "TriangleMesh.vertices", "TriangleMesh.cell_start", "Transform.position", "Transform.rotation",
                   "Wind.velocity", "Wind.gust", "Blower.direction", "Grab.target", "Grab.particle", "Camera.target",
@@ -237,8 +242,9 @@ def test_a_wrong_assignment_names_class_field_shape_and_expectation_and_keeps_th
         cloth.link_j = j
     with pytest.raises(ValueError, match=r"^Cloth\.link_kind\[0\] = 3: must be >= 0 and <= 2"):
         cloth.link_kind = np.full(cloth.links.shape[0], 3)
-    with pytest.raises(ValueError, match=r"^Cloth\.tether_offsets = .*expected offsets rising from 0"):
-        cloth.tether_offsets = np.arange(37, dtype=np.int32)
+    data = XPBDClothData.of(cloth)                  # XPBD's own data of the cloth: checked the same way
+    with pytest.raises(ValueError, match=r"^XPBDClothData\.tether_offsets = .*expected offsets rising from 0"):
+        data.tether_offsets = np.arange(37, dtype=np.int32)
     with pytest.raises(ValueError, match=r"^Cloth\.precision = 'float32': fixed when the cloth is built"):
         cloth.precision = "float32"
     with pytest.raises(ValueError, match=r"^Cloth\.iterations = 0: must be >= 1"):
@@ -336,10 +342,11 @@ def test_assign_changes_sizes_together_all_or_nothing():
                step_start=np.zeros((3, 3)), step_end=np.zeros((3, 3)))
     assert pin.count == 3 and pin.revision == revision + 1
     cloth = sheet_cloth()
-    with pytest.raises(ValueError, match=r"^Cloth\.tether_anchor\[0\] = 99: out of range for 36 particles"):
-        cloth.assign(tether_offsets=np.r_[0, np.ones(36, np.int32)], tether_anchor=[99], tether_length=[0.1])
-    cloth.assign(tether_offsets=np.r_[0, np.ones(36, np.int32)], tether_anchor=[3], tether_length=[0.1])
-    assert cloth.tether_anchor.tolist() == [3] and cloth.tether_offsets.dtype == np.int32
+    data = XPBDClothData.of(cloth)
+    with pytest.raises(ValueError, match=r"^XPBDClothData\.tether_anchor\[0\] = 99: out of range for 36 particles"):
+        data.assign(tether_offsets=np.r_[0, np.ones(36, np.int32)], tether_anchor=[99], tether_length=[0.1])
+    data.assign(tether_offsets=np.r_[0, np.ones(36, np.int32)], tether_anchor=[3], tether_length=[0.1])
+    assert data.tether_anchor.tolist() == [3] and data.tether_offsets.dtype == np.int32
     with pytest.raises(ValueError, match=r"^Cloth\.nonsense: not a checked field"):
         cloth.assign(nonsense=1)
 
@@ -381,8 +388,8 @@ def test_check_state_refuses_a_corrupted_dict():
             corrupted(sheet_cloth(), "link_i", np.full(cloth.link_count, 40, np.int32)),
         r"^Cloth\.link_color_offsets = .*expected offsets rising from 0 to \d+ \(the links\)":
             corrupted(sheet_cloth(), "link_color_offsets", offsets),
-        r"^Cloth\.tether_offsets: shape \(36,\), expected \(37,\)":
-            corrupted(sheet_cloth(), "tether_offsets", np.zeros(36, np.int32)),
+        r"^XPBDClothData\.tether_offsets: shape \(36,\), expected \(37,\)":
+            corrupted(XPBDClothData.of(sheet_cloth()), "tether_offsets", np.zeros(36, np.int32)),
         r"^Cloth\.model = 'warp': expected one of": corrupted(sheet_cloth(), "model", "warp"),
         r"^Cloth\.mass\[0\] = -1\.0: must be > 0\.0": corrupted(sheet_cloth(), "mass", -np.ones(36)),
         r"^Pin\.target: shape \(3, 3\), expected \(2, 3\)": corrupted(Pin(index=[0, 1]), "target", np.zeros((3, 3))),
@@ -408,9 +415,7 @@ def test_check_state_passes_on_every_fresh_component_and_converts_plain_data():
     for obj in (sheet_cloth(), sheet_cloth(model="implicit"), sheet_cloth(precision="float32"),
                 Pin(index=[0, 1]), Tearable(), Inertia(), Grab(), Camera(), Wind(), Blower(), Gravity(),
                 Transform(), ClothStyle(), RenderSettings(), InputState(), RigidBody2D(pymunk_body),
-                Space2D(pymunk.Space()), Collider(Sphere(1.0)), Plane(), Capsule(1.0, 1.0), Cylinder(1.0, 1.0),
-                Box((1, 1, 1)), Prism([[0, 0], [1, 0], [0, 1]]),
-                TriangleMesh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]])):
+                Space2D(pymunk.Space()), Collider(Sphere(1.0)), *every_shape(), XPBDClothData.of(sheet_cloth())):
         obj.check_state()
     cloth = corrupted(sheet_cloth(), "x", sheet_cloth().x.tolist())
     cloth.check_state()

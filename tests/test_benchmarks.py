@@ -194,6 +194,7 @@ def test_stiffness_benchmarks_t_option_turns_the_tethers_off():
     """``SxIt`` parses to no tethers, and the cloth the benchmark configures with it has none: a 16² sheet hanging from
     two corners builds tethers by default (two a free particle) and none with ``t``, the rest of the setting equal."""
     from loom.benchmarks import stiffness
+    from loom.systems.xpbd import xpbd_data
     assert stiffness.parse_setting("4x1t") == stiffness.Setting(4, 1, None, tethers=False)
     assert stiffness.parse_setting("4x1").tethers
     counts = {}
@@ -204,7 +205,7 @@ def test_stiffness_benchmarks_t_option_turns_the_tethers_off():
         for _, cloth in app.query(Cloth):
             stiffness._configure(cloth, stiffness.parse_setting(setting))
         app.step(2)
-        counts[setting] = sum(cloth.tether_anchor.shape[0] for _, cloth in app.query(Cloth))
+        counts[setting] = sum(xpbd_data(app, e).tether_anchor.shape[0] for e, _ in app.query(Cloth))
     assert counts["4x1"] == 2 * (16 * 16 - 2) and counts["4x1t"] == 0, counts
 
 
@@ -297,3 +298,112 @@ def test_hitches_benchmark_refuses_too_few_frames():
     out = subprocess.run([sys.executable, "-m", "loom.benchmarks", "hitches", "--frames", "2"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "--frames 2" in out.stderr
+
+
+# --- Python calls per step (benchmarks/calls.py, scenes --calls) ------------------------------------------------
+def _leaf(k: int) -> int:
+    return k + 1
+
+
+def _branch(n: int) -> int:
+    total = sum(_leaf(k) for k in range(n))                   # one generator, resumed n + 1 times: one call
+    return total + sorted([3, 1, 2], key=_leaf)[0]            # called back from C (sorted): three calls
+
+
+def test_the_call_counter_counts_each_call_of_a_function_under_its_roots_once():
+    """Counted by hand: the lambda once, ``_branch`` once, its generator once (not once per resumption), ``_leaf``
+    4 + 3 times, the numba kernel once per call (compiled before; numba reports its call to the profiler); the
+    standard library's Python code (json) is outside the roots and counts nothing."""
+    import numba
+
+    from loom.benchmarks.calls import count_calls
+
+    def plus_one(x: float) -> float:
+        return x + 1.0
+
+    kernel = numba.njit(plus_one)
+    kernel(0.0)                                                         # compiled outside the count
+    here = str(Path(__file__).resolve().parent)
+    counts = count_calls(lambda: (_branch(4), kernel(1.0), kernel(2.0), json.dumps({"a": [1, 2]})),
+                         roots=(here,), leave_out=())
+    name = "tests.test_benchmarks:"
+    local = f"{name}test_the_call_counter_counts_each_call_of_a_function_under_its_roots_once.<locals>."
+    assert counts == {f"{local}<lambda>": 1, f"{local}plus_one": 2, f"{name}_branch": 1,
+                      f"{name}_branch.<locals>.<genexpr>": 1, f"{name}_leaf": 7}
+    assert count_calls(lambda: _branch(4)) == {}                        # by default the tests are not Loom's
+
+
+def test_a_later_substep_calls_a_replays_kernels_directly_and_a_shared_condition_once_per_stage():
+    """Plans are the substeps' one execution path: a replay's kernels are called by the App itself (two per substep,
+    nothing for the replay or the empty plan), and a run condition two systems share is asked once per step."""
+    from loom.benchmarks.calls import PACKAGE, count_calls
+    from loom.engine import Stage
+    from loom.systems.shared.plan import nothing, run
+
+    def ready(app: App) -> bool:
+        return True
+
+    def system(app: App, h: float):
+        return run([(_leaf, (1,)), (_leaf, (2,))])
+
+    def idle(app: App, h: float):
+        return nothing
+
+    app = App(dt=1 / 60, substeps=4, threads=1)
+    app.add_system(system, Stage.SUBSTEP, run_if=ready)
+    app.add_system(idle, Stage.SUBSTEP, run_if=ready, after="system")
+    app.step(1)
+    counts = count_calls(lambda: app.step(1), roots=(PACKAGE,), leave_out=("benchmarks",))
+    app.close()
+    prefix = "loom.tests.test_benchmarks:"
+    local = "test_a_later_substep_calls_a_replays_kernels_directly_and_a_shared_condition_once_per_stage.<locals>."
+    assert counts[prefix + "_leaf"] == 2 * 4 and counts[prefix + local + "system"] == 1
+    assert counts[prefix + local + "idle"] == 1 and counts[prefix + local + "ready"] == 1
+    assert counts["loom.systems.shared.plan:replay.<locals>.plan"] == 0 and counts["loom.systems.shared.plan:nothing"] == 0
+
+
+LOOKUPS = ("loom.engine.app:App.query", "loom.engine.app:App.init_resource", "loom.engine.app:App.resource",
+           "loom.engine.app:App.get", "loom.engine.app:App.try_get", "loom.engine.app:App._due",
+           "loom.systems.shared.model_index:cloths_of", "loom.systems.shared.model_index:clothes_of",
+           "loom.systems.shared.model_index:cloth_index", "loom.systems.shared.batch:batchable")
+"""The lookups a system makes (world, resources, model index, batches, run conditions): paid once a step."""
+
+
+def test_the_capes_lookups_are_paid_once_a_step_and_a_later_substep_calls_kernels_and_a_call_per_system():
+    """The cape game's scene, one step counted from the same state with its 7 substeps and with 14: the 7 extra
+    substeps make no lookup (``LOOKUPS``), and each makes, besides its kernels, at most one Python call per
+    SUBSTEP system (a plan that works out its substep's part, or a helper of a replayed call)."""
+    from loom.benchmarks.calls import count_calls, kernels
+    from loom.engine import Stage
+    from loom.games import cape
+
+    def counted(substeps: int):
+        app = App(dt=cape.DT, substeps=cape.SUBSTEPS, threads=1)
+        app.add_plugin(DefaultPlugins)
+        cape.build_scene(app)
+        app.step(3)
+        app.clock.substeps = substeps
+        counts = count_calls(lambda: app.step(1))
+        systems = len(app._due(app.schedule.runs(Stage.SUBSTEP)))
+        app.close()
+        return counts, systems
+
+    (base, systems), (more, _) = counted(cape.SUBSTEPS), counted(2 * cape.SUBSTEPS)
+    extra = more - base
+    assert sum(base[name] for name in LOOKUPS) > 0                      # the lookups are there, once a step
+    assert all(more[name] == base[name] for name in LOOKUPS), {name: (base[name], more[name]) for name in LOOKUPS}
+    compiled = kernels(extra)
+    python = sum(n for name, n in extra.items() if name not in compiled)
+    assert sum(extra[name] for name in compiled) >= cape.SUBSTEPS * 4   # predict, solve, pins, update at least
+    assert python <= cape.SUBSTEPS * systems, (python, systems, extra)
+
+
+def test_scenes_benchmarks_calls_option_prints_the_python_calls_per_step_and_the_top_callers():
+    (record,) = run_benchmark("scenes", "--scene", "cape", "--frames", "2", "--no-render", "--calls")
+    top = record["calls_top"]
+    assert 0 < record["kernel_calls_per_step"] < record["calls_per_step"]
+    assert 0 < len(top) <= 10 and list(top.values()) == sorted(top.values(), reverse=True)
+    assert sum(top.values()) <= record["calls_per_step"] + 1e-6
+    assert "loom.engine.app:App.query" in top                          # names are module:qualified name
+    (plain,) = run_benchmark("scenes", "--scene", "cape", "--frames", "2", "--no-render")
+    assert "calls_per_step" not in plain and "calls_top" not in plain

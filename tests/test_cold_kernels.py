@@ -1,15 +1,16 @@
-"""loom.engine.cold_kernels: a small cloth's set-up kernels run as Python on a cold launch, with the same results.
+"""loom.launch.cold_kernels: a small cloth's set-up kernels run as Python on a cold launch, with the same results.
 
 The twins are the kernels' own source run by the interpreter; these tests check that the integers and lengths
-they return are the compiled kernels' to the bit (the cloth built either way is the same cloth), and that
-``pick`` chooses the twin only when the compiled kernel would have to be compiled for a small problem.
+they return are the compiled kernels' to the bit (the cloth built either way is the same cloth), that a set-up
+call site's stand-in runs the twin only when the compiled kernel would have to be compiled for a small problem,
+and that a hot system's call site is rebound once, at a step boundary, never chosen per call.
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from loom.engine import cold_kernels
+from loom.launch import cold_kernels
 from loom.engine.coloring import _greedy_colors
 from loom.engine.mesh import grid
 from loom.systems.xpbd import yarns
@@ -62,22 +63,26 @@ def test_the_tether_twin_returns_the_compiled_tethers(sheet):
                  _build_tethers(rest, anchors, inv_mass, 3))
 
 
-def test_pick_takes_the_twin_only_for_a_small_problem_not_yet_compiled(monkeypatch):
+def _tether_args(n: int) -> tuple:
+    """Arguments of ``_build_tethers`` for a cloth of ``n`` particles (its size is the rest shape's rows)."""
+    return np.zeros((n, 3)), np.array([0], np.int32), np.ones(n), 3
+
+
+def test_a_set_up_stand_in_takes_the_twin_only_for_a_small_problem_not_yet_compiled(monkeypatch):
     kernel = _build_tethers
     twin = cold_kernels._twins[kernel]
+    stand_in = cold_kernels._SetUp(kernel)
     monkeypatch.setattr(cold_kernels, "cached", lambda k: False)
-    monkeypatch.setattr(cold_kernels, "_ready", set())      # what pick found compiled before, forgotten
     compiled = bool(kernel.signatures)
-    assert cold_kernels.pick(kernel, cold_kernels.PYTHON_MAX_SIZE + 1) is kernel
-    assert cold_kernels.pick(kernel, 100) is (kernel if compiled else twin)
+    assert stand_in.chosen(*_tether_args(cold_kernels.PYTHON_MAX_SIZE + 1)) is kernel
+    assert stand_in.chosen(*_tether_args(100)) is (kernel if compiled else twin)
     monkeypatch.setattr(cold_kernels, "ENABLED", False)
-    assert cold_kernels.pick(kernel, 100) is kernel
+    assert stand_in.chosen(*_tether_args(100)) is kernel
     monkeypatch.setattr(cold_kernels, "ENABLED", True)
     monkeypatch.setattr(type(kernel), "signatures", property(lambda self: []))
-    monkeypatch.setattr(cold_kernels, "_ready", set())
-    assert cold_kernels.pick(kernel, 100) is twin                          # not compiled, not cached: Python
+    assert stand_in.chosen(*_tether_args(100)) is twin                     # not compiled, not cached: Python
     monkeypatch.setattr(cold_kernels, "cached", lambda k: True)
-    assert cold_kernels.pick(kernel, 100) is kernel                        # on disk: loading it is cheap
+    assert stand_in.chosen(*_tether_args(100)) is kernel                   # on disk: loading it is cheap
 
 
 def test_python_twin_refuses_what_is_not_a_kernel_or_an_unregistered_callee():
@@ -97,7 +102,7 @@ def test_python_twin_refuses_what_is_not_a_kernel_or_an_unregistered_callee():
         cold_kernels.python_twin(caller, helper)
     assert not cold_kernels.has_twin(caller)
     with pytest.raises(KeyError):
-        cold_kernels.pick(caller, 1)
+        cold_kernels.called_from(__name__, caller)
 
 
 def _twin_and_kernel_agree(kernel, make_args) -> None:
@@ -172,22 +177,194 @@ def test_the_limit_pin_and_render_twins_return_the_compiled_kernels(sheet):
                                                       np.zeros((n, 9), np.float32)))
 
 
-def test_a_per_step_twin_runs_only_while_another_process_compiles_it(monkeypatch):
-    """With no compile-ahead worker a per-step kernel compiles on its first call (its twin, called every substep
-    for the rest of the game, would cost milliseconds a frame); while one runs, the twin stands in until the kernel
-    is compiled here or cached."""
+@pytest.fixture
+def hot_module(monkeypatch):
+    """A module ``loom_test_hot`` whose Python code calls a per-step kernel ``scale`` through its own name for it,
+    ``scale_call``, declared with ``called_from``; the registry's call sites and bindings are this test's own."""
+    import sys
+    import types
+
     import numba
-
-    @numba.njit
-    def scale(x):
-        return 2.0 * x
-
-    cold_kernels.python_twin(scale, per_step=True)
+    module = types.ModuleType("loom_test_hot")
+    exec("import numba\n@numba.njit\ndef scale(x):\n    return 2.0 * x\n"
+         "def hot(x):\n    return scale_call(x)\nscale_call = scale\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    for name in ("_sites", "_bound"):
+        monkeypatch.setattr(cold_kernels, name, [])
     monkeypatch.setattr(cold_kernels, "ENABLED", True)
     monkeypatch.setattr(cold_kernels, "_compiling", lambda: False)
-    assert cold_kernels.pick(scale, 10) is scale
-    cold_kernels.while_compiling(lambda: True)
-    twin = cold_kernels.pick(scale, 10)
-    assert twin is not scale and twin(3.0) == 6.0 and not scale.signatures
-    assert cold_kernels.pick(scale, cold_kernels.PYTHON_MAX_SIZE + 1) is scale
-    assert scale(3.0) == 6.0 and cold_kernels.pick(scale, 10) is scale                 # compiled here: itself
+    assert isinstance(module.scale, numba.core.registry.CPUDispatcher)
+    cold_kernels.python_twin(module.scale, per_step=True)
+    return module
+
+
+def test_a_per_step_twin_runs_only_while_another_process_compiles_it(hot_module):
+    """With no compile-ahead worker a per-step kernel compiles on its first call (its twin, called every substep
+    for the rest of the game, would cost milliseconds a frame); while one runs, the call site is bound to the twin
+    until the kernel is compiled here or cached, and a large scene rebinds it to the kernel at once."""
+    scale = hot_module.scale
+    cold_kernels.called_from(hot_module.__name__, scale)
+    assert hot_module.scale_call is scale                                  # no worker: the kernel itself
+    running = [True]
+    cold_kernels.while_compiling(lambda: running[0])
+    twin = hot_module.scale_call
+    assert twin is not scale and twin is cold_kernels.twin_of(scale) and hot_module.hot(3.0) == 6.0
+    assert hot_module.scale is scale                                       # the kernel's own name: the kernel
+    assert not scale.signatures and cold_kernels.bound_to(hot_module.__name__, "scale_call") is twin
+    assert cold_kernels.rebind(large=False) == 0 and hot_module.scale_call is twin     # not ready: still the twin
+    assert cold_kernels.rebind(large=True) == 1 and hot_module.scale_call is scale     # a large scene: the kernel
+    cold_kernels.while_compiling(lambda: running[0])
+    assert hot_module.scale_call is twin
+    assert scale(3.0) == 6.0 and hot_module.scale_call is twin             # compiled here: rebound at the boundary
+    assert cold_kernels.rebind() == 1 and hot_module.scale_call is scale and not cold_kernels._bound
+    assert cold_kernels.rebind() == 0
+
+
+def test_a_per_step_twin_is_rebound_when_the_worker_stops(hot_module, monkeypatch):
+    scale = hot_module.scale
+    monkeypatch.setattr(cold_kernels, "cached", lambda kernel: False)
+    running = [True]
+    cold_kernels.called_from(hot_module.__name__, scale)
+    cold_kernels.while_compiling(lambda: running[0])
+    assert hot_module.scale_call is not scale
+    running[0] = False                                                     # the worker ended (or was stopped)
+    assert cold_kernels.rebind() == 1 and hot_module.scale_call is scale and not scale.signatures
+
+
+def test_called_from_refuses_a_name_numba_calls_and_a_set_up_kernel_without_size(hot_module):
+    import numba
+    del hot_module.scale_call
+    with pytest.raises(TypeError, match="needs a name of scale of its own"):     # the kernel's own name: never
+        cold_kernels.called_from(hot_module.__name__, hot_module.scale)
+    hot_module.scale_call = hot_module.scale
+    exec("@numba.njit\ndef twice(x):\n    return scale_call(scale_call(x))\n", hot_module.__dict__)
+    with pytest.raises(TypeError, match="needs a name of scale of its own"):     # numba calls that one
+        cold_kernels.called_from(hot_module.__name__, hot_module.scale)
+    del hot_module.twice
+    cold_kernels.called_from(hot_module.__name__, hot_module.scale)
+    assert [site[1] for site in cold_kernels._sites] == ["scale_call"]
+
+    @numba.njit
+    def set_up(n):
+        return n
+    hot_module.set_up = hot_module.set_up_call = set_up
+    cold_kernels.python_twin(set_up)
+    with pytest.raises(TypeError, match="has no size"):
+        cold_kernels.called_from(hot_module.__name__, set_up)
+
+
+def _hot_modules() -> dict[str, list[str]]:
+    """Every module that declared call sites with ``called_from``, with the kernels' own names."""
+    import loom.systems  # noqa: F401  (every system, and the launch tooling)
+    import loom.systems.render.buffers  # noqa: F401
+    import loom.systems.render.gl  # noqa: F401
+    found: dict[str, list[str]] = {}
+    for namespace, _, kernel in cold_kernels._sites:
+        found.setdefault(namespace["__name__"], []).append(kernel.py_func.__name__)
+    return found
+
+
+def test_no_hot_system_chooses_a_kernel_per_call():
+    """The kernels with twins are called through the names the launch tooling rebinds (``<kernel>_call``), never
+    chosen per call: no module outside loom.launch has a ``pick`` (or any other chooser of cold_kernels), and no
+    Python function of a module with call sites calls such a kernel by its own name (that call would never be
+    rebound)."""
+    import ast
+    from pathlib import Path
+
+    import loom
+    root = Path(loom.__file__).parent
+    hot = _hot_modules()
+    assert {"loom.systems.pipeline.pins", "loom.systems.pipeline.guard", "loom.systems.shared.distance_limits",
+            "loom.systems.xpbd.constraints", "loom.systems.xpbd.yarns", "loom.systems.render.gl",
+            "loom.systems.render.surface", "loom.systems.render.buffers", "loom.engine.coloring"} <= set(hot)
+    assert not hasattr(cold_kernels, "pick")
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in ("launch", "tests", "docs", "examples", "build") or "__pycache__" in rel.parts:
+            continue
+        module = ".".join(("loom", *rel.with_suffix("").parts)).removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if getattr(node, "id", None) == "pick" or getattr(node, "attr", None) == "pick":
+                bad.append(f"{rel}:{node.lineno}: pick")
+        own = set(hot.get(module, ()))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef) \
+                    or any("njit" in ast.unparse(d) for d in function.decorator_list):
+                continue
+            for call in ast.walk(function):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in own:
+                    bad.append(f"{rel}:{call.lineno}: {function.name} calls {call.func.id} itself, not its _call name")
+    assert not bad, "\n".join(bad)
+
+
+def test_a_hot_systems_twin_is_replaced_by_its_kernel_at_the_next_step_boundary(monkeypatch):
+    """A simulated cold launch: the compile-ahead worker is at work and the pins' kernels are not ready, so their
+    call sites are bound to the twins; the worker caches ``_hold`` during step 1; the App's step boundary rebinds it
+    before step 2 (not in the middle of step 1), leaves ``_move_pins`` on its twin until the worker stops, and the
+    cloth moves to the bit as it does with the compiled kernels."""
+    from loom.components import Cloth, Pin
+    from loom.engine import App, Stage, mesh
+    from loom.systems import DefaultPlugins
+    from loom.systems.pipeline import pins
+
+    def run(cold: bool) -> tuple[np.ndarray, list]:
+        not_ready = {pins._hold, pins._move_pins} if cold else set()
+        running = [cold]
+        monkeypatch.setattr(cold_kernels, "ready", lambda kernel: kernel not in not_ready)
+        monkeypatch.setattr(cold_kernels, "_compiling", lambda: False)
+        monkeypatch.setattr(cold_kernels, "_bound", [])
+        seen = []
+        app = App(dt=1 / 60, substeps=4, threads=1)
+        app.add_plugin(DefaultPlugins)
+        sheet = mesh.grid(10, 10, 0.5, 0.5, center=(0.0, 1.0, 0.0))
+        entity = app.spawn(Cloth.from_mesh(sheet, "cotton"), Pin.edge(sheet, "top"))
+
+        def watch(app: App, dt: float) -> None:
+            seen.append((app.clock.step_index, pins._hold_call is pins._hold, pins._move_pins_call is pins._move_pins))
+
+        def worker(app: App, dt: float) -> None:
+            if app.clock.step_index == 1:
+                not_ready.discard(pins._hold)               # the worker saved _hold to the cache during step 1
+                watch(app, dt)
+            if app.clock.step_index == 2:
+                running[0] = False                          # and it ended during step 2
+        app.add_system(watch, Stage.PRE_STEP, name="watch")
+        app.add_system(worker, Stage.POST_STEP, name="worker", after="clear_forces")
+        try:
+            cold_kernels.while_compiling(lambda: running[0])
+            app.step(5)
+            return app.get(entity, Cloth).x.copy(), seen
+        finally:
+            cold_kernels.unbind()
+            app.close()
+
+    warm_x, warm_seen = run(cold=False)
+    cold_x, cold_seen = run(cold=True)
+    assert warm_seen == [(0, True, True), (1, True, True), (1, True, True), (2, True, True), (3, True, True),
+                         (4, True, True)]
+    assert cold_seen == [(0, False, False), (1, False, False), (1, False, False),     # cached during step 1: not
+                         (2, True, False), (3, True, True), (4, True, True)]          # rebound inside it
+    assert pins._hold_call is pins._hold and pins._move_pins_call is pins._move_pins
+    assert np.array_equal(cold_x, warm_x)
+
+
+def test_a_set_up_stand_in_is_bound_at_import_and_costs_no_step_without_a_worker(hot_module, monkeypatch):
+    """A cold set-up kernel's call site gets its stand-in when its module declares it; with no worker to make the
+    kernel ready, the first step boundary stops watching it (no per-step cost), and the stand-in still runs the
+    kernel for a large problem and once it is ready."""
+    import numba
+    exec("@numba.njit\ndef walk(n):\n    return n + 1\nwalk_call = walk\n", hot_module.__dict__)
+    walk = hot_module.walk
+    monkeypatch.setattr(cold_kernels, "cached", lambda kernel: False)
+    cold_kernels.python_twin(walk, size=lambda n: n)
+    cold_kernels.called_from(hot_module.__name__, walk)
+    stand_in = hot_module.walk_call
+    assert isinstance(stand_in, cold_kernels._SetUp) and cold_kernels._bound and hot_module.walk is walk
+    assert stand_in(5) == 6 and not walk.signatures                          # small: its twin, nothing compiled
+    assert cold_kernels.rebind() == 0 and not cold_kernels._bound and hot_module.walk_call is stand_in
+    assert stand_in.chosen(cold_kernels.PYTHON_MAX_SIZE + 1) is walk
+    assert stand_in(cold_kernels.PYTHON_MAX_SIZE + 1) == cold_kernels.PYTHON_MAX_SIZE + 2 and walk.signatures
+    assert stand_in.chosen(5) is walk                                       # compiled here now: the kernel

@@ -6,8 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from loom.components import Box, Capsule, Cloth, ClothMaterial, Collider, Plane, Prism, Sphere, Transform, TriangleMesh
+from loom.components import Box, Capsule, Cloth, ClothMaterial, Collider, Plane, Prism, Transform, TriangleMesh
+from loom.components.collider import SHAPES
 from loom.engine import mesh
+from shape_examples import example, reference
 
 THICK = 0.01                                                  # cloth thickness [m]
 
@@ -19,29 +21,15 @@ def drop_sheet(app, n=32, height=0.6, **material):
     return cloth
 
 
-def box_distance(points, half):
-    q = np.abs(points) - half
-    outside = np.linalg.norm(np.maximum(q, 0.0), axis=1)
-    inside = np.minimum(q.max(axis=1), 0.0)
-    return outside + inside
-
-
-SHAPES = {
-    "sphere": (Sphere(0.3), lambda x: np.linalg.norm(x, axis=1) - 0.3),
-    "capsule": (Capsule(0.15, 0.4), lambda x: np.linalg.norm(
-        x - np.stack([np.zeros(len(x)), np.clip(x[:, 1], -0.4, 0.4), np.zeros(len(x))], 1), axis=1) - 0.15),
-    "box": (Box((0.3, 0.2, 0.25)), lambda x: box_distance(x, np.array([0.3, 0.2, 0.25]))),
-    "plane": (Plane(), lambda x: x[:, 1]),
-}
-
-
-@pytest.mark.parametrize("name", list(SHAPES))
-def test_sheet_dropped_on_shape_settles_with_penetration_below_one_percent(make_app, name):
-    shape, distance = SHAPES[name]
+@pytest.mark.parametrize("shape_class", SHAPES, ids=lambda s: s.__name__)
+def test_sheet_dropped_on_shape_settles_with_penetration_below_one_percent(make_app, shape_class):
+    shape = example(shape_class)                              # every shape of collider.SHAPES, about 0.3 m across
+    distance = reference(shape)                               # its signed distance in NumPy (tests/shape_examples.py)
+    name = shape_class.__name__
     app = make_app()
-    position = (0.0, -0.3, 0.0) if name == "plane" else (0.0, 0.0, 0.0)
-    rotation = Transform.from_axis_angle(position, (1.0, 0.0, 0.0), math.pi / 2).rotation if name == "capsule" \
-        else np.eye(3)                                        # capsule lying along z
+    position = (0.0, -0.3, 0.0) if shape_class is Plane else (0.0, 0.0, 0.0)
+    rotation = Transform.from_axis_angle(position, (1.0, 0.0, 0.0), math.pi / 2).rotation \
+        if shape_class is Capsule else np.eye(3)                # capsule lying along z
     app.spawn(Collider(shape), Transform(position=position, rotation=rotation))
     cloth = drop_sheet(app)
     transform = Transform(position=position, rotation=rotation)

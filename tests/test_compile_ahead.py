@@ -1,4 +1,4 @@
-"""loom.engine.compile_ahead: the demos' kernel lists match what they compile, the worker fills numba's cache with
+"""loom.launch.compile_ahead: the demos' kernel lists match what they compile, the worker fills numba's cache with
 them, a list is read without running code, and a warm launch starts no worker.
 
 The kernel lists are recorded (``python -m loom.games --kernel-lists``); ``test_each_list_is_what_its_game_compiles``
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from loom.engine import compile_ahead
-from loom.engine.compile_ahead import Entry
+from loom.launch import compile_ahead
+from loom.launch.compile_ahead import Entry
 from loom.games.__main__ import find_games, kernel_list
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ def test_every_demo_has_a_kernel_list():
 _CHECK = """
 import json, sys
 import loom.games.{game} as game
-from loom.engine import compile_ahead
+from loom.launch import compile_ahead
 from loom.games.__main__ import kernel_list
 game.main(["--headless", "--frames", "1", "--report", "json"])
 first, _ = compile_ahead.load(kernel_list("{game}"))
@@ -73,8 +73,8 @@ def test_the_worker_fills_an_empty_cache_with_the_list(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     subprocess.run([sys.executable, "-c", compile_ahead.COMMAND, "work", str(small)], env=env, check=True,
                    timeout=300)
-    check = ("import json; from loom.engine import compile_ahead, cold_kernels; import loom.systems.xpbd.predict as p; "
-             "from loom.engine.compile_progress import compiles; first, _ = compile_ahead.load(%r); "
+    check = ("import json; from loom.launch import compile_ahead, cold_kernels; import loom.systems.xpbd.predict as p; "
+             "from loom.launch.compile_progress import compiles; first, _ = compile_ahead.load(%r); "
              "found = compile_ahead._dispatchers(); k = [found[(e.module, e.qualname)] for e in first]; "
              "cached = [cold_kernels.cached(d) for d in k]; [d.compile(e.args) for d, e in zip(k, first)]; "
              "print(json.dumps([cached, compiles()]))" % str(small))
@@ -162,7 +162,7 @@ def test_a_kernel_loaded_during_a_first_launch_moves_the_progress_on(monkeypatch
     and is reported; on a warm launch (nothing compiled yet) a load stays silent."""
     import io
 
-    from loom.engine import compile_progress
+    from loom.launch import compile_progress
     stream = io.StringIO()
     listener = compile_progress.CompileProgress(stream, interval=0.0)
     monkeypatch.setattr(compile_progress, "_listener", listener)
@@ -179,7 +179,7 @@ def test_a_second_worker_in_one_process_reuses_the_game_s_marks(monkeypatch, tmp
     """Two launches in one process (a first worker ended, something still missing): one listener and one miss
     hook, marking into the newest worker's folder; stop() removes the folder and forgets the worker."""
     import loom.games.cape  # noqa: F401
-    from loom.engine import kernel_cache
+    from loom.launch import kernel_cache
     from loom.games.__main__ import kernel_list
 
     class Ended:
@@ -216,7 +216,7 @@ def test_a_second_worker_in_one_process_reuses_the_game_s_marks(monkeypatch, tmp
 def test_the_first_frames_progress_counts_what_either_process_has_ready(monkeypatch):
     """``first_frame_ready``: the share of the worker's first-frame kernels compiled here or cached (by either
     process), a twin's kernel left out; None with no worker running."""
-    from loom.engine import cold_kernels
+    from loom.launch import cold_kernels
     from loom.systems.xpbd import predict
 
     entries = [Entry("loom.systems.xpbd.predict", "_predict", (), 0.2),
@@ -234,6 +234,7 @@ def test_the_first_frames_progress_counts_what_either_process_has_ready(monkeypa
 _LATER = """
 import json, numpy as np
 from loom.engine import App, Stage, geometry
+from loom.launch import LaunchPlugin
 kernel = geometry.vertex_normals_into
 tri = np.array([[0, 1, 2]], dtype=np.int32)
 x = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
@@ -246,6 +247,7 @@ def late(app, dt):                                   # a kernel first needed at 
         kernel(tri, x, out)
 
 app = App(dt=1 / 60, substeps=1, threads=1)
+app.add_plugin(LaunchPlugin)                         # its step boundary loads the later kernels
 app.add_system(late, Stage.PRE_STEP, name="late")
 app.step(5)
 print(json.dumps({"ready": ready, "normal": out[0].tolist()}))
@@ -254,7 +256,7 @@ print(json.dumps({"ready": ready, "normal": out[0].tolist()}))
 
 def test_kernels_a_scene_needed_after_its_first_frame_load_before_it_at_the_next_launch(tmp_path):
     """Issue 42: a kernel first called at a later step loads (or compiles) inside that frame once; from the next
-    launch on (the same cache) the first step loads it, and no later frame does (``loom.engine.later_kernels``)."""
+    launch on (the same cache) the first step loads it, and no later frame does (``loom.launch.later_kernels``)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
     def launch() -> dict:

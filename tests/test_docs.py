@@ -145,7 +145,8 @@ def test_api_reference_covers_the_public_packages():
     import loom
     import loom.systems
     api = _api_text()
-    packages = ["loom", "loom.engine", "loom.components", "loom.systems", "loom.systems.sets", "loom.files"]
+    packages = ["loom", "loom.engine", "loom.launch", "loom.components", "loom.systems", "loom.systems.sets",
+                "loom.files"]
     packages += [f"loom.systems.{m.name}" for m in pkgutil.iter_modules(loom.systems.__path__)]
     for package in packages:
         assert f"## `{package}`\n" in api, f"docs/api.md has no section for {package}"
@@ -161,7 +162,7 @@ def test_architecture_is_linked_and_states_the_import_rules():
     for page in (DOCS / "index.md", ROOT / "README.md"):
         assert "architecture.md" in page.read_text(encoding="utf-8"), f"{page.name} does not link architecture.md"
     rows = {line.split("|")[1].strip().split(" ")[0] for line in text.splitlines() if line.startswith("| `loom")}
-    expected = {"`loom.engine`", "`loom.components`", "`loom.systems.sets`,", "`loom.systems.<concern>`",
+    expected = {"`loom.engine`", "`loom.launch`", "`loom.components`", "`loom.systems.sets`,", "`loom.systems.<concern>`",
                 "`loom.systems`", "`loom.prefabs`", "`loom.files`", "`loom.games`", "`loom.benchmarks`", "`loom`"}
     assert rows == expected, f"docs/architecture.md's import-rule rows: {sorted(rows)}"
     for heading in ("## One frame", "## Add a system", "## Add a collider shape", "## Add a cloth model"):

@@ -17,7 +17,7 @@ import pygame
 import pytest
 from scipy import ndimage
 
-from loom.engine.runner import HEADLESS_FRAMES
+from loom.launch.runner import HEADLESS_FRAMES
 from loom.games import embed_surface
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,6 +8,7 @@ import pytest
 
 from loom.components import Cloth, ClothMaterial, Collider, Pin, Plane, Sphere, Transform
 from loom.engine import mesh
+from shape_examples import every_shape
 
 
 def particle(app, position, *, friction: float = 0.5, thickness: float = 0.01) -> Cloth:
@@ -195,7 +196,7 @@ def _packed(app):
     packed = app.resources[ColliderSet]
     shapes = Shapes(packed.kind, packed.params, packed.polygons, packed.mesh, *packed.mesh_arrays)
     return env.Colliders(shapes, packed.margin, packed.friction, packed.pose0, packed.pose1, packed.impulse,
-                         packed.impulse_point, packed.two_way), shapes
+                         packed.impulse_point, packed.two_way, packed.bound, packed.extents, packed.skin), shapes
 
 
 def _near_after_prepare(app, points: np.ndarray, thickness: float) -> list[np.ndarray]:
@@ -219,8 +220,9 @@ def _near_after_prepare(app, points: np.ndarray, thickness: float) -> list[np.nd
 def test_the_contact_cull_keeps_every_collider_a_particle_touches_and_drops_a_long_pole_beside_a_flag(make_app):
     """The contact kernel tests a cloth's particles only against the colliders near it (``_near_colliders``): those
     whose bounding ball and whose box at their pose (world axes, ``Frames.extent``), each grown by the contact
-    reach, touch the box around the cloth; a plane when that box reaches within the reach of it. Never wrong: for a
-    sphere, capsule, cylinder, box, prism and plane, each turned at random, every one of 400 points within (1 +
+    reach, touch the box around the cloth; a plane when that box reaches within the reach of it. Never wrong: for
+    every shape of ``collider.SHAPES`` (and a long capsule, flat ones), each turned at random, every one of 400
+    points within (1 +
     ``CONTACT_SKIN``) × the reach of its surface (by its own signed distance, a plane's below it too) keeps it. And
     tight: a particle 5 cm beside a 3 m flagpole, well inside the pole's 1.54 m bounding ball, does not keep it
     (before the box test it did, and the flag game's contact kernel tested every particle against the pole every
@@ -229,8 +231,8 @@ def test_the_contact_cull_keeps_every_collider_a_particle_touches_and_drops_a_lo
     from loom.systems.collision.environment import CONTACT_SKIN
     from loom.systems.shared.shapes import sdf
     rng = np.random.default_rng(11)
-    shapes = [Sphere(0.3), Capsule(0.1, 0.6), Cylinder(0.4, 0.05), Box((0.5, 0.05, 0.2)),
-              Prism(np.array([[0.0, 0.0], [0.6, 0.0], [0.1, 0.3]]), 0.15), Plane()]
+    shapes = [*every_shape(), Sphere(0.3), Capsule(0.1, 0.6), Cylinder(0.4, 0.05), Box((0.5, 0.05, 0.2)),
+              Prism(np.array([[0.0, 0.0], [0.6, 0.0], [0.1, 0.3]]), 0.15)]        # and long, flat, thin ones
     thickness, margin = 0.01, 0.005
     reach = (thickness + margin) * (1.0 + CONTACT_SKIN)
     out = np.zeros(4)

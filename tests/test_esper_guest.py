@@ -167,6 +167,7 @@ def test_no_public_call_changes_the_callers_current_world(game_world, new_app, t
     app = call("__init__", new_app, world=world, dt=TICK, substeps=4, threads=1)
     assert app.world != game_world
     call("set_threads", app.set_threads, 1)
+    call("tuner", lambda: app.tuner)
     call("add_plugin", app.add_plugin, loom.DefaultPlugins)
     assert call("add_plugins_from_entry_points", app.add_plugins_from_entry_points, "loom.no-such-group") == []
     call("plugins", lambda: app.plugins)

@@ -74,14 +74,16 @@ def test_a_step_that_compiles_is_left_out_and_the_compile_is_reported(capsys):
 
     import numba
 
-    from loom.engine.compile_progress import CompileProgress, compiles
+    from loom.launch.compile_progress import CompileProgress, compiles
     from numba.core import event
 
     @numba.njit(cache=False)
     def fresh_kernel(x):
         return x * 3
 
+    from loom.launch import LaunchPlugin
     app = _sleeping_app(first_step_extra=0.0)
+    app.add_plugin(LaunchPlugin)                        # its step boundary tells the App which steps compiled
 
     def late(app: App, dt: float) -> None:
         if app.clock.step_index == 5:
@@ -110,7 +112,7 @@ def test_compile_progress_says_how_far_along_an_expected_count_is():
     import numba
     import numpy as np
 
-    from loom.engine.compile_progress import CompileProgress
+    from loom.launch.compile_progress import CompileProgress
     from numba.core import event
 
     @numba.njit(cache=False)
@@ -146,7 +148,7 @@ def test_compile_progress_counts_the_other_cores_kernels_and_a_cold_launch_says_
     shows the larger share, and the lines say both; ``begin()`` writes the first line before any compile."""
     import io
 
-    from loom.engine.compile_progress import CompileProgress
+    from loom.launch.compile_progress import CompileProgress
 
     stream = io.StringIO()
     progress = CompileProgress(stream, interval=0.0)

@@ -27,17 +27,18 @@ DOCUMENTED = ("ValueError", "TypeError", "KeyError", "RuntimeError", "OSError", 
 """Exception types a public call may raise (Loom's subclasses of them included)."""
 
 CHILD = textwrap.dedent(r'''
-    import json, math, sys, warnings, logging
+    import json, math, os, sys, warnings, logging
     import numpy as np
     import pymunk
     import loom
     from loom import components as C
     from loom import systems as SYSTEMS
     from loom.components.inertia import Inertia
-    from loom.components import (Blower, Box, Capsule, Cloth, Collider, Cylinder, Grab, Pin, Plane, Prism,
-                                 RigidBody2D, Space2D, Sphere, Tearable, Transform, TriangleMesh, Wind, WindBox,
-                                 WindSphere)
+    from loom.components import (Blower, Cloth, Collider, Grab, Pin, RigidBody2D, Space2D, Tearable, Transform, Wind,
+                                 WindBox, WindSphere)
     from loom.engine import mesh
+    sys.path.insert(0, os.path.join(os.path.dirname(loom.__file__), "tests"))
+    from shape_examples import every_shape
 
     logging.disable(logging.CRITICAL)
     warnings.simplefilter("ignore")
@@ -75,9 +76,7 @@ CHILD = textwrap.dedent(r'''
                                     links=[[0, 1], [1, 2]], self_collision=True, precision="float32")
         app.spawn(rope, Pin(index=[0]))
         objects["Cloth[float32 rope]"] = rope
-        tri = TriangleMesh([[-1, -1.5, -1], [1, -1.5, -1], [0, -1.5, 1]], [[0, 2, 1]])
-        shapes = {"Plane": Plane(), "Sphere": Sphere(0.2), "Capsule": Capsule(0.1, 0.2), "Cylinder": Cylinder(0.1, 0.1),
-                  "Box": Box((0.2, 0.1, 0.2)), "Prism": Prism([[0, 0], [0.3, 0], [0, 0.3]]), "TriangleMesh": tri}
+        shapes = {type(shape).__name__: shape for shape in every_shape(0.6)}     # every shape of collider.SHAPES
         for k, (name, shape) in enumerate(shapes.items()):
             transform = Transform(position=(0.4 * k - 1.2, -0.3 if name != "Plane" else -2.0, 0.0))
             collider = Collider(shape)
@@ -197,12 +196,15 @@ def test_the_index_tables_and_rest_data_refuse_in_place_writes():
 
     from loom.components import Cloth, Pin, Tearable, TriangleMesh
     from loom.engine import mesh
+    from loom.systems.xpbd import XPBDClothData
     grid = mesh.grid(4, 4, 1.0, 1.0)
     cloth, pin, tear = Cloth.from_mesh(grid), Pin.edge(grid, "top"), Tearable()
     tri = TriangleMesh([[0, 0, 0], [1, 0, 0], [0, 0, 1]], [[0, 2, 1]])
     tables = [(cloth, name) for name in ("link_i", "link_j", "links", "triangles", "bend_quads", "link_order",
-                                         "link_color_offsets", "bend_color_offsets", "tether_offsets", "link_max",
+                                         "link_color_offsets", "bend_color_offsets", "link_max",
                                          "link_rest", "link_compliance", "rest_x", "mass", "base_inv_mass")]
+    data = XPBDClothData.of(cloth)                                  # XPBD's own tables of the cloth
+    tables += [(data, name) for name in ("tether_offsets", "tether_anchor", "tether_length", "tether_anchor_mask")]
     tables += [(pin, "index"), (tear, "piece"), (tear, "crack"), (tri, "triangles"), (tri, "cell_start"),
                (tri, "cell_triangles"), (tri, "grid_shape")]
     for owner, name in tables:

@@ -1,8 +1,8 @@
-"""loom.engine.kernel_cache: Loom's cached kernels load without numba's registry refresh, and nothing breaks.
+"""loom.launch.kernel_cache: Loom's cached kernels load without numba's registry refresh, and nothing breaks.
 
 Each case runs fresh Python processes on one empty numba cache directory: the first compiles (and caches) a Loom
 kernel, the next loads it, as a warm launch does (``LOOM_COLD_PYTHON=0``: the colouring kernel compiles even on the
-empty cache, where a small cloth is otherwise coloured in Python, loom.engine.cold_kernels).
+empty cache, where a small cloth is otherwise coloured in Python, loom.launch.cold_kernels).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 _SCRIPT = """
 import json, sys
 import numpy as np
-import loom.engine                                   # installs the fast load
-from loom.engine import kernel_cache
+import loom.launch                                   # installs the fast load
+from loom.launch import kernel_cache
 from loom.engine.coloring import color_order
 from loom.engine.mesh import grid
 

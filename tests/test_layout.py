@@ -1,13 +1,14 @@
 """The one installed package: what the wheel holds, that it works from a user's game folder, and who imports what.
 
 Loom installs as one package, ``loom``, whose root is this repository (``package-dir = {"loom" = "."}``):
-``engine/`` is ``loom.engine``, ``systems/`` is ``loom.systems`` and so on. These tests keep it that way:
+``engine/`` is ``loom.engine``, ``launch/`` is ``loom.launch``, ``systems/`` is ``loom.systems`` and so on. These tests keep it that way:
 
 - the wheel holds ``loom/…`` only, with every subpackage, and the README's quick start runs from it in a fresh
   virtual environment, from a folder with its own ``components.py``, ``systems.py`` and ``engine/``;
-- no module imports a bare top-level ``engine``, ``systems``, ``components``, ``games``, ``benchmarks`` or
-  ``files`` (they exist only inside the repository, never once installed);
-- every import of ``loom.*`` follows the import rules (``RULES`` below; docs/architecture.md states the same);
+- no module imports a bare top-level ``engine``, ``launch``, ``systems``, ``components``, ``games``, ``benchmarks``
+  or ``files`` (they exist only inside the repository, never once installed);
+- every import of ``loom.*`` follows the import rules (``RULES`` below; docs/architecture.md states the same), and
+  the frame (``loom.engine``) loads none of the launch tooling (``loom.launch``) when imported;
 - pyproject.toml lists exactly the folders that are packages, so none is left out of the wheel.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BARE = ("engine", "systems", "components", "games", "benchmarks", "files")
+BARE = ("engine", "launch", "systems", "components", "games", "benchmarks", "files")
 """The repository's top-level folders: importable only as ``loom.<name>``."""
 NOT_PACKAGES = ("tests", "docs", "examples", "scripts")
 """Top-level folders that are not part of the installed package."""
@@ -208,15 +209,16 @@ def test_no_module_imports_a_bare_top_level_loom_folder():
 
 
 # --- c. the import rules ------------------------------------------------------------------------------------------
-LOWER = ("loom.engine", "loom.components", "loom.systems.sets", "loom.systems.shared")
+LOWER = ("loom.engine", "loom.launch", "loom.components", "loom.systems.sets", "loom.systems.shared")
 RULES: dict[str, tuple[str, ...] | None] = {
     "loom.engine": ("loom.engine",),
+    "loom.launch": ("loom.engine", "loom.launch"),
     "loom.components": ("loom.engine", "loom.components"),
     "loom.systems.sets": LOWER,
     "loom.systems.shared": LOWER,
     # a concern (loom.systems.<concern>): LOWER and itself, added in _allowed
     # loom.systems' __init__ and loom.systems.registry: any loom.systems.*, over what every system uses
-    "loom.systems": ("loom.engine", "loom.components", "loom.systems"),
+    "loom.systems": ("loom.engine", "loom.launch", "loom.components", "loom.systems"),
     "loom.files": None,                # anything in loom
     "loom.benchmarks": None,
     "loom": None,                      # the lazy table of contents
@@ -225,6 +227,11 @@ RULES: dict[str, tuple[str, ...] | None] = {
 }
 """Who may import what inside loom (the lead's table; docs/architecture.md states the same): a rule names the
 packages whose modules (and subpackages) a module may import; None allows anything in loom."""
+
+LAZY_FORWARDS = {("loom.engine", "loom.launch"), ("loom.engine.app", "loom.launch.runner")}
+"""(importer, module) imports outside the rules, allowed inside a function only (loaded on first use, never when
+the importer is): ``loom.engine``'s PEP 562 forward of the runner's old names (``loom.engine.run_app`` …) and
+``App.run``, which runs the shared command line."""
 
 
 def _concerns() -> set[str]:
@@ -276,7 +283,7 @@ def _bound(node: ast.stmt) -> list[str]:
 
 def public_packages() -> set[str]:
     """The packages a game may import names from: loom and the package level of its subpackages."""
-    return {"loom", "loom.engine", "loom.components", "loom.systems", "loom.files",
+    return {"loom", "loom.engine", "loom.launch", "loom.components", "loom.systems", "loom.files",
             *(f"loom.systems.{c}" for c in _concerns())}
 
 
@@ -311,9 +318,16 @@ def violations() -> list[str]:
         if rule not in RULES and rule.removeprefix("loom.systems.") not in concerns:
             bad.append(f"{_rel(path)}: {importer} falls under no import rule ({rule}); add one to the rules")
             continue
-        for line, module, level, text, name in _imports(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        in_functions = {id(node) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        for node in ast.walk(f)}
+        lazy = {node.lineno for node in ast.walk(tree) if id(node) in in_functions
+                and isinstance(node, (ast.Import, ast.ImportFrom, ast.Call))}
+        for line, module, level, text, name in _imports(tree):
             module = _resolve(importer, path.name == "__init__.py", module, level)
             if not _within(module, "loom"):
+                continue
+            if (importer, module) in LAZY_FORWARDS and line in lazy:
                 continue
             target = f"{module}.{name}" if name and f"{module}.{name}" in modules else module
             if rule == "loom.games":
@@ -346,6 +360,9 @@ def test_the_rule_check_catches_what_it_should():
     assert _public_import("loom.systems.render", "GLRenderPlugin") is None
     assert _resolve("loom.systems.models.verlet", False, "shared", 2) == "loom.systems.shared"
     assert _resolve("loom.systems.models", True, "verlet", 1) == "loom.systems.models.verlet"
+    assert rule_of("loom.launch.step_boundary") == "loom.launch"
+    assert not any(_within("loom.launch.runner", p) for p in RULES["loom.engine"])      # the frame: no launch code
+    assert not any(_within("loom.systems.xpbd", p) for p in RULES["loom.launch"])      # launch: the frame only
 
 
 # --- d. pyproject lists every package ----------------------------------------------------------------------------
@@ -358,3 +375,18 @@ def test_pyproject_lists_exactly_the_folders_that_are_packages():
     assert set(listed) == folders, (f"folders with __init__.py missing from pyproject.toml's packages: "
                                     f"{sorted(folders - set(listed))}; listed but not a package folder: "
                                     f"{sorted(set(listed) - folders)}")
+
+
+def test_importing_the_frame_loads_no_launch_tooling():
+    """``import loom.engine`` (and an App stepped with a system of its own) loads nothing of ``loom.launch``: the
+    frame knows its step boundary only as a hook; ``loom.engine.run_app`` still loads the runner on first use."""
+    code = ("import sys, loom.engine\n"
+            "app = loom.engine.App(dt=0.01, substeps=2)\n"
+            "app.add_system(lambda a, dt: None, loom.engine.Stage.PRE_STEP, name='noop')\n"
+            "app.step(3)\n"
+            "before = sorted(m for m in sys.modules if m.startswith('loom.launch'))\n"
+            "run_app = loom.engine.run_app\n"
+            "print(before, run_app.__module__, app.step_boundary is None, app.step_threads)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "loom.launch.runner", "True", "1"], out.stdout

@@ -26,7 +26,7 @@ class ToySettings:
 
 
 def sink_toys(app, h):
-    for _, cloth in cloths_of(app, "toy"):
+    for _, cloth in cloths_of(app, "sinker"):
         speed = cloth.settings.speed
         cloth.x_prev[:] = cloth.x
         cloth.x[:, 1] -= speed * h
@@ -36,17 +36,17 @@ def sink_toys(app, h):
 
 class ToyPlugin:
     def build(self, app):
-        app.add_system(sink_toys, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=uses_model("toy"))
+        app.add_system(sink_toys, Stage.SUBSTEP, in_set=ClothSet.PREDICT, run_if=uses_model("sinker"))
 
 
-register_model("toy", ToyPlugin, settings=ToySettings)     # idempotent: a second identical call is a no-op
+register_model("sinker", ToyPlugin, settings=ToySettings)     # idempotent: a second identical call is a no-op
 
 BUILT_IN = ("xpbd", "verlet", "mass_spring", "implicit")
 
 
 def test_registry_lists_the_four_models_and_default_plugins_hold_theirs():
     assert model_names()[:4] == BUILT_IN == MODELS
-    assert "toy" in model_names()
+    assert "sinker" in model_names()
     members = DefaultPlugins.members()
     for name in BUILT_IN:
         for plugin in model_plugins(name).members():
@@ -56,16 +56,16 @@ def test_registry_lists_the_four_models_and_default_plugins_hold_theirs():
 
 def test_unknown_model_is_a_value_error_naming_field_value_and_known_names():
     with pytest.raises(ValueError, match=r"Cloth\.model = 'pbd': expected one of xpbd, verlet, mass_spring, "
-                                         r"implicit, .*toy"):
+                                         r"implicit, .*sinker"):
         Cloth.from_mesh(mesh.grid(3, 3, 1.0, 1.0), model="pbd")
     with pytest.raises(ValueError, match=r"model = 'pbd': not a registered model; known: xpbd, verlet"):
         model_plugins("pbd")
 
 
 def test_register_model_refuses_a_second_different_registration():
-    assert register_model("toy", ToyPlugin, settings=ToySettings).plugins == (ToyPlugin,)
-    with pytest.raises(ValueError, match=r"model 'toy' is already registered"):
-        register_model("toy", ToyPlugin, settings=VerletSettings)
+    assert register_model("sinker", ToyPlugin, settings=ToySettings).plugins == (ToyPlugin,)
+    with pytest.raises(ValueError, match=r"model 'sinker' is already registered"):
+        register_model("sinker", ToyPlugin, settings=VerletSettings)
     with pytest.raises(ValueError, match=r"model 'verlet' is already registered"):
         register_model("verlet", ToyPlugin)
     with pytest.raises(ValueError, match=r"register_settings model = 'not a name'"):
@@ -76,18 +76,18 @@ def test_register_model_refuses_a_second_different_registration():
 
 def test_a_registered_model_is_spawned_validated_and_stepped(make_app):
     app = make_app(substeps=4)
-    app.add_plugin(model_plugins("toy"))
+    app.add_plugin(model_plugins("sinker"))
     sheet = mesh.grid(4, 4, 1.0, 1.0, plane="xz")
-    toy = Cloth.from_mesh(sheet, model="toy", settings=ToySettings(speed=2.0))
-    default = Cloth.from_mesh(sheet, model="toy")
+    toy = Cloth.from_mesh(sheet, model="sinker", settings=ToySettings(speed=2.0))
+    default = Cloth.from_mesh(sheet, model="sinker")
     falling = Cloth.from_mesh(sheet)                             # xpbd beside it
     app.spawn(toy)
     app.spawn(default)
     app.spawn(falling)
     assert toy.substepped and toy.constraint_count == toy.link_count
     assert default.settings == ToySettings()
-    with pytest.raises(TypeError, match=r"model 'toy' expects ToySettings"):
-        Cloth.from_mesh(sheet, model="toy", settings=VerletSettings())
+    with pytest.raises(TypeError, match=r"model 'sinker' expects ToySettings"):
+        Cloth.from_mesh(sheet, model="sinker", settings=VerletSettings())
     start = toy.x.copy()
     app.step(60)                                                  # 1 s
     np.testing.assert_allclose(toy.x[:, 1], start[:, 1] - 2.0, atol=1e-9)
@@ -120,7 +120,7 @@ def test_a_cloths_model_is_fixed_once_built():
 
 # --- spawn and despawn 1,000 cloths of every model: nothing grows -------------------------------------
 SETTINGS = {"verlet": VerletSettings(), "mass_spring": MassSpringSettings(integrator="rk4"),
-            "implicit": ImplicitSettings(), "toy": ToySettings(), "xpbd": None}
+            "implicit": ImplicitSettings(), "sinker": ToySettings(), "xpbd": None}
 BATCH = 100
 BATCHES = 10                                                    # 1,000 cloths a round
 
@@ -172,11 +172,11 @@ def _round(app, model: str, sheet) -> None:
         app.step()
 
 
-@pytest.mark.parametrize("model", (*BUILT_IN, "toy"))
+@pytest.mark.parametrize("model", (*BUILT_IN, "sinker"))
 def test_spawning_and_despawning_1000_cloths_leaves_nothing_behind(make_app, model):
     app = make_app(substeps=2)
-    if model == "toy":
-        app.add_plugin(model_plugins("toy"))
+    if model == "sinker":
+        app.add_plugin(model_plugins("sinker"))
     app.spawn(Wind(velocity=(2.0, 0.0, 0.0)))                   # wind scratch per cloth
     app.spawn(Collider(Plane()), Transform.from_2d(0.0, -2.0, 0.0, 0.0))    # the environment pass
     sheet = mesh.grid(3, 3, 0.2, 0.2, plane="xz", center=(0.0, 1.0, 0.0))

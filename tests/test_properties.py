@@ -16,11 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from loom.components import (Box, Capsule, Cloth, ClothMaterial, Collider, Cylinder, ImplicitSettings, MassSpringSettings,
-                        Pin, Plane, Prism, Sphere, Transform, TriangleMesh, VerletSettings, Wind)
+from loom.components import (Cloth, ClothMaterial, Collider, ImplicitSettings, MassSpringSettings, Pin, Transform,
+                             VerletSettings, Wind)
+from loom.components.collider import SHAPES
 from loom.components.inertia import Inertia
 from loom.engine import App, mesh
 from loom.systems import DefaultPlugins
+from shape_examples import ARGUMENTS
 
 EXAMPLES = 40
 bounded = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -221,24 +223,18 @@ def test_inertia_is_finite_or_names_the_field(linear, angular):
     outcome(lambda: Inertia(linear=linear, angular=angular), "Inertia")
 
 
-SHAPE_BUILDERS = {
-    "Plane": lambda a, b, arr: Plane(normal=arr),
-    "Sphere": lambda a, b, arr: Sphere(radius=a),
-    "Capsule": lambda a, b, arr: Capsule(radius=a, half_length=b),
-    "Cylinder": lambda a, b, arr: Cylinder(radius=a, half_height=b),
-    "Box": lambda a, b, arr: Box(half_extents=arr),
-    "Prism": lambda a, b, arr: Prism(polygon=arr, half_depth=b),
-    "TriangleMesh": lambda a, b, arr: TriangleMesh(vertices=arr, triangles=[[0, 1, 2]]),
-}
+SHAPE_ARRAYS = st.one_of(arrays_of(SHAPES_ANY), arrays_of(st.tuples(st.integers(0, 6), st.sampled_from([2, 3])),
+                                                        elements=st.floats(-2, 2)))
 
 
 @bounded
-@given(st.sampled_from(sorted(SHAPE_BUILDERS)), SCALARS, SCALARS,
-       st.one_of(arrays_of(SHAPES_ANY), arrays_of(st.tuples(st.integers(0, 6), st.sampled_from([2, 3])),
-                                                  elements=st.floats(-2, 2))),
-       SCALARS, SCALARS)
-def test_every_collider_shape_is_finite_or_names_the_field(kind, a, b, arr, thickness, friction):
-    shape = outcome(lambda: SHAPE_BUILDERS[kind](a, b, arr), kind)
+@given(st.sampled_from(SHAPES), st.data(), SCALARS, SCALARS)
+def test_every_collider_shape_is_finite_or_names_the_field(shape_class, data, thickness, friction):
+    arguments = {}                                            # each field of every shape of collider.SHAPES drawn
+    for name, value in ARGUMENTS[shape_class].items():        # hostile: scalars, arrays, or a valid value
+        hostile = SCALARS if np.ndim(value) == 0 else SHAPE_ARRAYS
+        arguments[name] = data.draw(st.one_of(hostile, st.just(value)), label=name)
+    shape = outcome(lambda: shape_class(**arguments), shape_class.__name__)
     if shape is not None:
         outcome(lambda: Collider(shape, thickness=thickness, friction=friction), "Collider")
 

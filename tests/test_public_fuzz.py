@@ -58,8 +58,8 @@ materials = mostly(st.sampled_from(["cotton", "silk", "denim", "rubber"]), st.ju
 clothy = st.integers(0, 5)
 kinds = st.sampled_from(["Cloth", "Cloth", "Cloth", "Pin"])
 cloth_arrays = st.sampled_from(["x", "v", "x_prev", "force", "inv_mass", "base_inv_mass", "mass", "link_i", "link_j",
-                                "link_rest", "link_max", "link_compliance", "link_color_offsets", "triangles",
-                                "tether_anchor", "tether_length", "tether_offsets", "link_lambda"])
+                                "link_rest", "link_max", "link_compliance", "link_color_offsets", "triangles"])
+xpbd_arrays = st.sampled_from(["tether_anchor", "tether_length", "tether_offsets", "link_lambda", "bend_lambda"])
 pin_arrays = st.sampled_from(["index", "target", "active", "offset"])
 written = st.one_of(small, st.sampled_from([NAN, INF, -1e308, 1e308, 1e7, -1, -5, 10**6, 2**31 - 1, 0]))
 real_dt = mostly(st.sampled_from([1 / 60, 0.05, 0.0]), st.sampled_from([16, -1, NAN, INF, 1e308, None, "x"]))
@@ -91,6 +91,7 @@ OPS = st.one_of(
     st.tuples(st.just("tear"), clothy, size),
     st.tuples(st.just("write"), st.just("Cloth"), clothy, cloth_arrays, st.integers(0, 10**4), written),
     st.tuples(st.just("write"), st.just("Pin"), clothy, pin_arrays, st.integers(0, 10**4), written),
+    st.tuples(st.just("write"), st.just("XPBDClothData"), clothy, xpbd_arrays, st.integers(0, 10**4), written),
     st.tuples(st.just("assign"), kinds, clothy, st.sampled_from(["x", "v", "inv_mass", "iterations", "link_i",
                                                                  "model", "index", "target", "active"]),
               st.one_of(bad, st.just([[0.0, 0.0, 0.0]]), st.just([0, 1]))),

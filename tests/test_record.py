@@ -25,10 +25,10 @@ import pygame
 import pytest
 from PIL import Image, ImageSequence
 
-from loom.engine import record
-from loom.engine.record import (FfmpegWriter, GifWriter, Recorder, RecordExtraMissing, downscale, open_video,
+from loom.launch import record
+from loom.launch.record import (FfmpegWriter, GifWriter, Recorder, RecordExtraMissing, downscale, open_video,
                                 steps_per_frame)
-from loom.engine.runner import check_output, parser
+from loom.launch.runner import check_output, parser
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_BYTES = 2_000_000

@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 
 from loom.components import (Box, Camera, Capsule, Cloth, Collider, ColliderStyle, Cylinder, Pin, Plane, Prism, Prop,
-                             Sphere, Transform, TriangleMesh)
+                             Sphere, Transform)
 from loom.components.render import ClothStyle, InputState, RenderSettings
 from loom.engine import App, mesh
-from loom.engine.runner import run_app
+from loom.launch.runner import run_app
 from loom.engine.window import FrameCapture
 from loom.systems import DefaultPlugins
 from loom.systems.render.gl import (GLRenderer, GLRenderPlugin, hud_rate, read_pixels, release_renderer, render_frame,
                                     tessellate)
 from loom.systems.render.surface import vertex_normals
 from loom.systems.render.window import orbit_camera
+from shape_examples import every_shape
 
 ROOT = Path(__file__).resolve().parent.parent
 W, H = 320, 240
@@ -183,10 +184,10 @@ def test_every_collider_shape_is_drawn_where_its_transform_puts_it(gl_app):
     camera = Camera(target=(0.0, 0.4, 0.0), distance=3.2, pitch=0.35)
     app.spawn(camera)
     app.spawn(Collider(Plane()), Transform())
-    centres = [(-1.0, 0.4, 0.0), (-0.5, 0.4, 0.0), (0.0, 0.4, 0.0), (0.5, 0.4, 0.0), (1.0, 0.4, 0.0), (0.0, 0.4, 0.8)]
-    shapes = [Sphere(0.15), Capsule(0.1, 0.1), Cylinder(0.15, 0.15), Box((0.15, 0.15, 0.15)),
-              Prism([[-0.15, -0.15], [0.15, -0.15], [0.0, 0.15]], 0.15),
-              TriangleMesh([[-0.2, -0.2, 0.0], [0.2, -0.2, 0.0], [0.0, 0.2, 0.0]], [[0, 1, 2]])]
+    centres = [(-1.0, 0.4, 0.0), (-0.5, 0.4, 0.0), (0.0, 0.4, 0.0), (0.5, 0.4, 0.0), (1.0, 0.4, 0.0), (0.0, 0.4, 0.8),
+               (-0.75, 0.95, 0.0), (0.75, 0.95, 0.0)]
+    shapes = [s for s in every_shape(0.5) if not isinstance(s, Plane)]      # every shape of collider.SHAPES but the
+    assert len(shapes) <= len(centres)                                      # floor's, about 0.15 m across
     for centre, shape in zip(centres, shapes):
         app.spawn(Collider(shape), Transform(position=centre))
     rgb = sample(read_pixels(app), camera, np.array(centres))
@@ -195,8 +196,9 @@ def test_every_collider_shape_is_drawn_where_its_transform_puts_it(gl_app):
     assert grey.all(), f"collider centres show {rgb.tolist()}; not grey: {missing}"
 
 
-@pytest.mark.parametrize("shape", [Sphere(0.3), Capsule(0.2, 0.3), Cylinder(0.2, 0.4), Box((0.1, 0.2, 0.3)),
-                                   Prism([[0.0, 0.0], [1.0, 0.0], [0.5, 0.8]], 0.2), Plane((0.0, 0.0, 1.0))])
+@pytest.mark.parametrize("shape", [*every_shape(), Sphere(0.3), Capsule(0.2, 0.3), Cylinder(0.2, 0.4),
+                                   Box((0.1, 0.2, 0.3)), Prism([[0.0, 0.0], [1.0, 0.0], [0.5, 0.8]], 0.2),
+                                   Plane((0.0, 0.0, 1.0))])
 def test_tessellated_colliders_face_outward(shape):
     rows = tessellate(shape).reshape(-1, 3, 8)
     p, n = rows[:, :, :3], rows[:, :, 3:6]
@@ -267,7 +269,7 @@ import pygame
 from loom.components import Camera
 from loom.components.render import InputState, RenderSettings
 from loom.engine import App, Stage
-from loom.engine.runner import run_app
+from loom.launch.runner import run_app
 from loom.games.hanging_sheet import build_scene
 from loom.systems import DefaultPlugins
 from loom.systems.render.gl import GLRenderPlugin
@@ -302,7 +304,7 @@ import json, sys
 import numba
 import numpy as np
 from loom.engine import App
-from loom.engine.runner import run_app
+from loom.launch.runner import run_app
 from loom.engine.window import LoadingView
 from loom.games.hanging_sheet import build_scene
 from loom.systems import DefaultPlugins

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from loom.components import Cloth, Pin
-from loom.engine import App, Stage, mesh, parser, run_app, threads
+from loom.engine import App, Stage, mesh
+from loom.launch import LaunchPlugin, parser, run_app, threads
 from loom.systems import DefaultPlugins
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,8 +34,8 @@ def _fresh(code: str, **env: str) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-DESCRIBE = ("import json, loom.engine\nfrom loom.engine import App\nApp(threads=1)\n"
-            "print(json.dumps(loom.engine.threads.describe()))")
+DESCRIBE = ("import json, loom.launch\nfrom loom.engine import App\nApp(threads=1)\n"
+            "print(json.dumps(loom.launch.threads.describe()))")
 
 
 def test_importing_loom_makes_idle_openmp_threads_spin_briefly_then_sleep():
@@ -132,6 +133,7 @@ def _cpu(monkeypatch, idle_share: float) -> None:
 def test_auto_threads_is_the_default_and_its_steps_run_on_the_tuners_count(big_and_idle):
     seen = []
     app = App(dt=1 / 60, substeps=2)
+    app.add_plugin(LaunchPlugin)                         # the step boundary (DefaultPlugins and run_app add it)
     app.add_system(lambda a, dt: seen.append((numba.get_num_threads(), a.tuner.count())), Stage.PRE_STEP,
                    name="count_threads")
     try:
@@ -295,6 +297,7 @@ def test_a_warm_launch_whose_first_step_compiles_only_numbas_own_helpers_still_t
         return k + 1
 
     app = App(dt=1 / 60, substeps=2)
+    app.add_plugin(LaunchPlugin)
     app.add_system(lambda a, dt: helper(a.clock.step_index) if a.clock.step_index == 0 else None, Stage.PRE_STEP,
                    name="compile_a_helper")
     try:

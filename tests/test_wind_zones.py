@@ -10,7 +10,6 @@ import pytest
 import loom
 from loom.components import Cloth, Pin, Wind, WindBox, WindSphere
 from loom.engine import mesh
-from loom.files.snapshot import load_snapshot, save_snapshot
 from loom.systems.forces.wind import air_velocity, apply_wind
 
 RHO, CD = 1.2, 1.0
@@ -140,7 +139,7 @@ def test_assigning_a_bad_region_field_later_is_refused():
     assert wind.region.center.tolist() == [2.0, 2.0, 3.0]
 
 
-def test_a_scene_with_a_zone_round_trips_through_a_snapshot(make_app, tmp_path):
+def test_a_scene_with_a_zone_round_trips_through_a_snapshot(make_app, tmp_path, resumed_runs):
     def scene():
         app = make_app(substeps=4)
         hanging(app, FLAG_AT)
@@ -151,15 +150,9 @@ def test_a_scene_with_a_zone_round_trips_through_a_snapshot(make_app, tmp_path):
         app.spawn(Wind(velocity=(0.0, 0.0, -3.0), region=WindSphere(center=CAPE_AT, radius=0.5, edge=0.2)))
         return app
 
-    a = scene()
-    a.step(15)
-    save_snapshot(a, tmp_path / "zones.loom")
-    a.step(30)
-    b = scene()
-    load_snapshot(b, tmp_path / "zones.loom")
+    a, b = resumed_runs(scene, tmp_path / "zones.loom", 15, 30)
     regions = [type(w.region).__name__ for _, w in b.query(Wind)]
     assert regions == ["WindBox", "WindSphere"], regions
-    b.step(30)
     cloths_a = [c for _, c in a.query(Cloth)]
     cloths_b = [c for _, c in b.query(Cloth)]
     for ca, cb in zip(cloths_a, cloths_b):

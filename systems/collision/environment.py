@@ -44,9 +44,10 @@ from numba import prange
 
 from loom.components import Cloth, Collider, ColliderSet, Transform
 from loom.components.cloth import HELD, STUCK
-from loom.components.collider import (BOX, CAPSULE, CYLINDER, MESH, PLANE, PRISM, SPHERE, Box, Capsule, Cylinder, Plane,
-                                 Prism, Sphere, TriangleMesh, quaternion_of)
-from loom.engine import App, cold_kernels
+from loom.components.collider import BOX, FLAT, PLANE, ROUND, Packing, TriangleMesh, quaternion_of
+from loom.engine import App
+from loom.launch import cold_kernels
+from loom.engine.persist import persistent
 from loom.systems.shared.held import HeldByArrays, hold
 from loom.systems.shared.plan import Plan, nothing
 from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
@@ -78,14 +79,14 @@ falling ball, a running hero) may be moving away from it, and a particle held to
 follow it (a one-way ball passing through a bed left the bed bulging upward); its normal serves only the pass
 right after the collisions (``settle_yarns``), when the surface is still where it was met."""
 CONTACT_SKIN = 0.01
-"""A particle within (1 + this) × the contact reach of a round collider at rest (sphere, cylinder, capsule), or of a box
-at rest while no two-way body is near the cloth, touches it [-]: it gets the surface's normal and friction, though only
-one inside the reach is pushed out. Why: a particle the solve slides along a convex surface at rest (a round table's
-rim) ends a hair beyond the reach, and counted free it would be pulled into the surface by the pass after the
-collisions and pushed out by the next substep's, so the rim chatters and the cloth creeps (docs/models.md, "Creep on a
-table"). Not near a two-way body or for a moving collider, whose yarns are left alone after the collisions: there the
-skin would keep particles pressed into the body (tests/test_pinching.py, tests/test_games.py). Measurements:
-docs/performance.md, "Moved from docstrings"."""
+"""A particle within (1 + this) × the contact reach of a round collider at rest (``Shape.skin`` ROUND: sphere,
+cylinder, capsule, cone), or of a FLAT one (a box) at rest while no two-way body is near the cloth, touches it [-]:
+it gets the surface's normal and friction, though only one inside the reach is pushed out. Why: a particle the solve
+slides along a convex surface at rest (a round table's rim) ends a hair beyond the reach, and counted free it would be
+pulled into the surface by the pass after the collisions and pushed out by the next substep's, so the rim chatters and
+the cloth creeps (docs/models.md, "Creep on a table"). Not near a two-way body or for a moving collider, whose yarns
+are left alone after the collisions: there the skin would keep particles pressed into the body (tests/test_pinching.py,
+tests/test_games.py). Measurements: docs/performance.md, "Moved from docstrings"."""
 PARALLEL_MIN_PARTICLES = 2_000
 """Cloths with at least this many particles use the parallel contact kernel when numba has threads. Serial below
 2,000 particles (the cape, the flag): threads save little on small cloths when idle and, with another process busy
@@ -94,16 +95,21 @@ on the other core, every parallel loop waits for a worker the OS may not run for
 
 
 def gather_colliders(app: App, dt: float) -> None:
-    """Pack every active Collider with its Transform (start and end pose of this step) into ColliderSet."""
+    """Pack every active Collider with its Transform (start and end pose of this step) into ColliderSet; each shape
+    through its entry of the shape table (``collider.Shape``: ``pack``, ``extents``, ``skin``); the numbers of a
+    shape unchanged since the last step (same object, same ``revision``, no shared arrays) are reused."""
     packed = app.init_resource(ColliderSet)
     _report_new_contacts(app, packed)
+    scratch = app.init_resource(ContactScratch)
     rows = [(e, c, t) for e, c, t in app.query(Collider, Transform) if c.active]
     k = len(rows)
-    same = k == packed.count and packed.entities.tolist() == [e for e, _, _ in rows]
+    same = k == packed.count == packed.bound.shape[0] == len(scratch.packed_shapes) \
+        and packed.entities.tolist() == [e for e, _, _ in rows]
     if same:          # the colliders of the last step: reuse its arrays, its end poses start this step
         entities, kind, params, margin, friction = packed.entities, packed.kind, packed.params, packed.margin, \
             packed.friction
         pose0, pose1, mesh, two_way = packed.pose1, packed.pose0, packed.mesh, packed.two_way
+        bound, extents, skin = packed.bound, packed.extents, packed.skin
         previous = None
     else:             # colliders came or went: new arrays; each one's last end pose by entity
         previous = {int(e): packed.pose1[r] for r, e in enumerate(packed.entities)}
@@ -111,9 +117,11 @@ def gather_colliders(app: App, dt: float) -> None:
         margin, friction, pose0, pose1 = np.zeros(k), np.zeros(k), np.zeros((k, 7)), np.zeros((k, 7))
         mesh = np.full(k, -1, np.int32)
         two_way = np.zeros(k, np.bool_)
-    polygons: list[np.ndarray] = []
-    meshes: list[TriangleMesh] = []
-    poly_rows = 0
+        bound, extents, skin = np.zeros(k), np.zeros((k, 3)), np.zeros(k, np.int8)
+        scratch.packed_shapes = [None] * k
+    seen = scratch.packed_shapes
+    packing = Packing()
+    basic_only = True
     for r, (entity, collider, transform) in enumerate(rows):       # per collider, once per step
         shape = collider.shape
         entities[r] = entity
@@ -129,29 +137,24 @@ def gather_colliders(app: App, dt: float) -> None:
             q = (-q[0], -q[1], -q[2], -q[3])
         pose1[r, :4] = q
         pose1[r, 4:] = transform.position
-        code, row, mesh_row = BOX, (0.0, 0.0, 0.0, 0.0), -1
-        if isinstance(shape, Box):
-            row = (*shape.half_extents.tolist(), 0.0)
-        elif isinstance(shape, Plane):
-            code, row = PLANE, (*shape.normal.tolist(), 0.0)
-        elif isinstance(shape, Sphere):
-            code, row = SPHERE, (shape.radius, 0.0, 0.0, 0.0)
-        elif isinstance(shape, Capsule):
-            code, row = CAPSULE, (shape.radius, shape.half_length, 0.0, 0.0)
-        elif isinstance(shape, Cylinder):
-            code, row = CYLINDER, (shape.radius, shape.half_height, 0.0, 0.0)
-        elif isinstance(shape, Prism):
-            code, row = PRISM, (shape.half_depth, poly_rows, shape.polygon.shape[0], 0.0)
-            polygons.append(shape.polygon)
-            poly_rows += shape.polygon.shape[0]
-        else:
-            code, mesh_row = MESH, len(meshes)
-            meshes.append(shape)
-        kind[r], mesh[r] = code, mesh_row
-        params[r] = row
+        if shape.basic:                                            # its numbers, packed again if it changed
+            row = seen[r]
+            if row is None or row[0] is not shape or row[1] != shape.revision:
+                row = seen[r] = (shape, shape.revision, shape.pack(packing), shape.extents())
+            packing.mesh = -1
+        else:                                                      # shared arrays (prism outlines, meshes): packed
+            basic_only = False                                     # each step, after the ones before it
+            packing.mesh = -1
+            row = (shape, shape.revision, shape.pack(packing), shape.extents())
+            seen[r] = None
+        params[r] = row[2]                                         # every row written each step (an array written
+        bound[r], extents[r, 0], extents[r, 1], extents[r, 2] = row[3]    # in place between steps is not kept)
+        kind[r], mesh[r], skin[r] = shape.code, packing.mesh, shape.skin
     packed.entities, packed.kind, packed.params, packed.margin, packed.friction = entities, kind, params, margin, \
         friction
     packed.pose0, packed.pose1, packed.mesh, packed.two_way = pose0, pose1, mesh, two_way
+    packed.bound, packed.extents, packed.skin = bound, extents, skin
+    polygons, meshes = packing.polygons, packing.meshes
     if polygons or packed.polygons.shape[0]:
         packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
     if packed.mesh_arrays is None or [id(m) for m in meshes] != [id(m) for m in packed.meshes]:
@@ -163,11 +166,10 @@ def gather_colliders(app: App, dt: float) -> None:
     else:
         packed.impulse = np.zeros((k, 3))
         packed.impulse_point = np.zeros((k, 4))
-    scratch = app.init_resource(ContactScratch)
     arrays = (kind, params, packed.polygons, mesh, *packed.mesh_arrays, margin, friction, pose0, pose1, packed.impulse,
-              packed.impulse_point, two_way)             # a steady step: the last two steps' arrays, the poses swapped
+              packed.impulse_point, two_way, bound, extents, skin)   # a steady step: the last two steps' arrays
     scratch.colliders = scratch.held.get(arrays, lambda: Colliders(Shapes(*arrays[:9]), *arrays[9:]))
-    scratch.basic_only = not polygons and not meshes
+    scratch.basic_only = basic_only
 
 
 def _report_new_contacts(app: App, packed: ColliderSet) -> None:
@@ -197,11 +199,12 @@ def collide_environment(app: App, h: float) -> Plan:
              cloth.material.friction, cloth.mass, cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact)
             for _, cloth in app.query(Cloth) if cloth.substepped]
     colliders, frames = scratch.colliders, scratch.frames
+    substeps = app.clock.substeps                    # fixed within a step (a plan relies on it)
 
     def plan(app: App, h: float) -> None:
-        clock = app.clock
-        a0 = clock.substep_index / clock.substeps
-        a1 = (clock.substep_index + 1) / clock.substeps
+        k = app.clock.substep_index
+        a0 = k / substeps
+        a1 = (k + 1) / substeps
         for kernel, thickness, friction, mass, inv_mass, x_prev, x, contact in rows:
             near = _touches(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_prev, x, contact)
             if near == 0 and _may_skip(kernel):
@@ -253,6 +256,12 @@ class Colliders(NamedTuple):
     ``Particles.contact`` column 3: the solve and the stretch limit may press it into the body (the body's push
     back, at the next contact, is the coupling's impulse), and its yarns are not solved again after the collisions
     (``loom.systems.xpbd.yarns.solve_yarn``)."""
+    bound: np.ndarray
+    """Radius of the ball about its local origin that holds each shape, (k,) [m] (0: unbounded; ``Shape.extents``)."""
+    extents: np.ndarray
+    """Half extents of the box along its local axes that holds each shape, (k, 3) [m]; a plane's unit normal."""
+    skin: np.ndarray
+    """``Shape.skin`` of each collider, (k,) int8: NO_SKIN, ROUND or FLAT (``CONTACT_SKIN``)."""
 
 
 class Frames(NamedTuple):
@@ -308,6 +317,7 @@ class Particles(NamedTuple):
     was squeezed out of a pinch; zero where it touched nothing; the last collider's where several; ``Cloth.contact``."""
 
 
+@persistent
 class ContactScratch:
     """Resource: the contact kernel's per-collider work arrays, reallocated only when the collider count
     changes (the substep's hot path allocates nothing), and this step's colliders, held for the kernel."""
@@ -324,6 +334,9 @@ class ContactScratch:
         """Whether this step's colliders are all basic shapes (no prism, no mesh): the contact kernels compiled
         without prism and mesh code then run (``_COLLIDE_BASIC``)."""
         self.count = -1
+        self.packed_shapes: list = []
+        """Per ColliderSet row, (shape, revision, its ``pack`` row, its ``extents``) as ``gather_colliders`` last packed
+        it there (None: packed each step): a shape still there, unchanged, is not packed again."""
 
     def fit(self, k: int) -> None:
         """Size the work arrays (``Frames``) for k colliders."""
@@ -361,43 +374,27 @@ def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
 @numba.njit(cache=True)
 def _prepare(colliders, frames, a0, a1):
     """Write the collider poses at the substep's start and end (fractions a0, a1 of the step), each
-    shape's bounding-ball radius [m] (0: unbounded) and an upper bound on how far any point of its
-    surface moves in the substep [m] into ``frames`` (a ``Frames``), shared by every particle range
-    (scratch arrays of ``ContactScratch``: nothing is allocated per substep)."""
-    kind, params, polygons = colliders.shapes.kind, colliders.shapes.params, colliders.shapes.polygons
-    pose0, pose1 = colliders.pose0, colliders.pose1
+    shape's bounding-ball radius [m] (0: unbounded) and world box (from ``Colliders.bound`` and ``extents``, packed
+    from the shape table) and an upper bound on how far any point of its surface moves in the substep [m] into
+    ``frames`` (a ``Frames``), shared by every particle range (scratch arrays of ``ContactScratch``: nothing is
+    allocated per substep)."""
+    kind = colliders.shapes.kind
+    pose0, pose1, sizes, box = colliders.pose0, colliders.pose1, colliders.bound, colliders.extents
     rot0, rot1, pos0, pos1, bound, extent, motion = frames.rot0, frames.rot1, frames.pos0, frames.pos1, \
         frames.bound, frames.extent, frames.motion
     k = kind.shape[0]
     for c in range(k):
         pose(pose0, pose1, c, a0, rot0[c], pos0[c])
         pose(pose0, pose1, c, a1, rot1[c], pos1[c])
-    bound[:] = 0.0                                   # bounding-ball radius [m] of each shape (0: none)
     for c in range(k):
-        ex = ey = ez = 0.0                           # the shape's half extents along its own axes [m]
-        if kind[c] == SPHERE:
-            bound[c] = params[c, 0]
-            ex = ey = ez = params[c, 0]
-        elif kind[c] == CAPSULE or kind[c] == CYLINDER:   # along local y
-            bound[c] = params[c, 0] + params[c, 1]
-            ex = ez = params[c, 0]
-            ey = params[c, 1] + (params[c, 0] if kind[c] == CAPSULE else 0.0)
-        elif kind[c] == BOX:
-            bound[c] = math.sqrt(params[c, 0] ** 2 + params[c, 1] ** 2 + params[c, 2] ** 2)
-            ex, ey, ez = params[c, 0], params[c, 1], params[c, 2]
-        elif kind[c] == PRISM:                       # a polygon in local xy, ±half depth along z
-            far = 0.0
-            for v in range(int(params[c, 1]), int(params[c, 1]) + int(params[c, 2])):
-                far = max(far, polygons[v, 0] ** 2 + polygons[v, 1] ** 2)
-            bound[c] = math.sqrt(far + params[c, 0] ** 2)
-            ex = ey = math.sqrt(far)
-            ez = params[c, 0]
-        for i in range(3):                           # the rotated box's world extents: |R| e
-            extent[c, i] = abs(rot1[c, i, 0]) * ex + abs(rot1[c, i, 1]) * ey + abs(rot1[c, i, 2]) * ez
+        bound[c] = sizes[c]                          # bounding-ball radius [m] of each shape (0: none)
+        ex, ey, ez = box[c, 0], box[c, 1], box[c, 2]     # the shape's half extents along its own axes [m]
         if kind[c] == PLANE:                         # a plane has no box: its world normal instead
             for i in range(3):
-                extent[c, i] = (rot1[c, i, 0] * params[c, 0] + rot1[c, i, 1] * params[c, 1]
-                                + rot1[c, i, 2] * params[c, 2])
+                extent[c, i] = rot1[c, i, 0] * ex + rot1[c, i, 1] * ey + rot1[c, i, 2] * ez
+        else:
+            for i in range(3):                       # the rotated box's world extents: |R| e
+                extent[c, i] = abs(rot1[c, i, 0]) * ex + abs(rot1[c, i, 1]) * ey + abs(rot1[c, i, 2]) * ez
     for c in range(k):
         turn = 0.0
         for i in range(3):
@@ -516,8 +513,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
                 break
             reach = cloth.thickness + margin[c]
             still = motion[c] <= RESTING * reach           # a collider at rest this substep (a table, not a hero)
-            skinned = kind[c] == CYLINDER or kind[c] == SPHERE or kind[c] == CAPSULE or (kind[c] == BOX
-                                                                                        and not two_way_near)
+            skinned = col.skin[c] == ROUND or (col.skin[c] == FLAT and not two_way_near)
             touch = reach * (1.0 + CONTACT_SKIN) if still and skinned and not col.two_way[c] else reach   # else pushed
             # particle in the collider's frame: end of substep (end pose), start (start pose)
             lx = (rot1[c, 0, 0] * (x[p, 0] - pos1[c, 0]) + rot1[c, 1, 0] * (x[p, 1] - pos1[c, 1])
@@ -542,7 +538,7 @@ def _collide_range(chunk, near, colliders, frames, cloth, inv_h):
             else:
                 sdf(shapes, c, lx, ly, lz, sd)
             # fast relative motion (particle plus collider moved more than the margin): sweep the path
-            if kc != MESH and kc != PLANE and moved > reach:
+            if bound[c] > 0.0 and moved > reach:          # (not an unbounded plane or mesh)
                 sx = rot0[c, 0, 0] * (x_prev[p, 0] - pos0[c, 0]) + rot0[c, 1, 0] * (x_prev[p, 1] - pos0[c, 1]) \
                     + rot0[c, 2, 0] * (x_prev[p, 2] - pos0[c, 2])
                 sy = rot0[c, 0, 1] * (x_prev[p, 0] - pos0[c, 0]) + rot0[c, 1, 1] * (x_prev[p, 1] - pos0[c, 1]) \

@@ -14,29 +14,31 @@ until the next build, a velocity clamp):
    at the build, besides the drift all share (a falling cloth's). Particles that have, the
    escapees, are searched for on their own each pass: in the build's hash for the others, in a
    small hash of the escapees for each other. When more than ``REBUILD_FRACTION`` escaped, the
-   list is built again (a draping cloth: about one substep in five, a resting one: never), and
+   list is built again (often while a cloth drapes, never while it rests), and
    always at the first substep of a step, so a step depends only on the state it starts from
    (nothing of the list carries over between steps: a snapshot, which holds no list, resumes
    bit-exact);
 3. separate: every listed pair closer than its gap, and every escapee's, is pushed apart, mass
-   weighted. The gap is the thickness, or, for mesh neighbours whose rest distance is below it,
-   the rest distance, so the cloth's own edges are not fought. Pairs from different cloths always
-   keep the thickness: this is the inter-cloth collision (a cape against a flag), with the same
-   machinery. A particle this substep's contacts hold (static friction on a collider, or squeezed
-   out of a pinch: ``Cloth.contact`` ``STUCK``, ``HELD``) counts as immovable here, as it does in
-   the yarns' pass after the collisions: its partner takes the whole push. Shared by inverse mass,
-   a tablecloth's folds pushed the cloth lying on the table along it every substep, and nothing
-   took that back: the tablecloth on yarns slid off the table in about a minute (8 substeps,
-   n = 48), 6 cm in 80 s with this (docs/models.md, "creep on a table"). The same holds in
-   ``self_collision_mode="triangle"``'s particle-against-triangle pass;
+   weighted: Fuhrmann's correction for a too-short link (eqs. 5–9) with the gap g as its minimum length,
+   u = (x_q − x_p)/d · (d − g), d = |x_q − x_p|, then x_p += w_p/(w_p + w_q) · u and x_q −= w_q/(w_p + w_q) · u
+   (w the inverse masses: the centre of mass stays put). The gap is the thickness, or, for mesh
+   neighbours whose rest distance is below it, the rest distance, so the cloth's own edges are not
+   fought. Pairs from different cloths always keep the thickness: this is the inter-cloth collision
+   (a cape against a flag), with the same machinery. A particle this substep's contacts hold
+   (static friction on a collider, or squeezed out of a pinch: ``Cloth.contact`` ``STUCK``,
+   ``HELD``) counts as immovable here, as it does in the yarns' pass after the collisions: its
+   partner takes the whole push. Shared by inverse mass, a tablecloth's folds would push the cloth
+   lying on the table along it every substep, and nothing would take that back (docs/models.md,
+   "creep on a table"). The same holds in ``self_collision_mode="triangle"``'s
+   particle-against-triangle pass;
 4. friction between layers: a touching pair's motions over the substep are pulled toward their
    average by the cloths' friction (0 slides freely, 1 moves together).
 
 Every contact is measured at the positions of the start of the pass (Jacobi) and written to
 slots of a fixed particle range (chunk); the contacts are then applied in chunk order, so the
 result does not depend on thread count. Separations are summed, friction averaged over each
-particle's contacts: averaging the separations too (constraint averaging) left a falling 48×48
-heap with 12 pairs inside 0.9 × thickness, summing left none. Large cloths run the pass on all
+particle's contacts (averaging the separations too lets a falling heap's pairs sink inside the
+thickness; docs/performance.md, "Moved from docstrings"). Large cloths run the pass on all
 threads (the hash in bucket ranges, "lanes"); small ones stay on one, with the same result.
 A pass over the list costs a fraction of a build, so a list kept over substeps is cheaper than a hash built every
 substep (docs/performance.md, "Moved from docstrings").
@@ -56,6 +58,7 @@ from numba import prange
 from loom.components import Cloth
 from loom.components.cloth import HELD, STUCK
 from loom.engine import App
+from loom.engine.persist import persistent
 from loom.systems.shared.held import hold
 
 CHUNKS = 64
@@ -64,22 +67,22 @@ LANES = 2
 """Ranges of hash buckets sorted side by side, on all threads (a fixed number: same table for any thread count)."""
 BUCKETS_PER_PARTICLE = 4
 """Hash table size per particle (rounded up to a power of two). A cell of two thicknesses holds
-about 4 particles of a sheet, so a cell has about 16 buckets: few other cells share one (16 per
-particle measured no faster, with a 4× larger table to clear at each build)."""
+about 4 particles of a sheet, so a cell has about 16 buckets: few other cells share one (more per
+particle gain nothing and make a larger table to clear at each build)."""
 CONTACTS_PER_PARTICLE = 4
 """Contact slots per particle to start with (a heap of cloth has about one; a chunk that runs out
 doubles them all and the pass runs again)."""
 PAIRS_PER_PARTICLE = 16
-"""Pair-list slots per particle to start with (the draping n = 128 cloth lists 4.7 at the default
-skin; a chunk that runs out doubles them all and the list is built again)."""
+"""Pair-list slots per particle to start with (a draping cloth lists a few at the default skin; a chunk that
+runs out doubles them all and the list is built again)."""
 CLAMP = 0.3
 """Largest substep displacement of a self-colliding particle, as a fraction of its thickness
-(7 m/s for 25 mm cloth at 16 substeps of 1/60 s). A 48×48 heap had up to 6 close pairs while
-falling with 0.5, 2 with 0.3."""
+(7 m/s for 25 mm cloth at 16 substeps of 1/60 s): a larger fraction lets more pairs of a falling heap
+get too close between two checks (docs/performance.md, "Moved from docstrings")."""
 SKIN = 1.0
 """Margin of the pair list, as a fraction of the thickest cloth's thickness: pairs closer than
 thickness + skin when the list is built are listed. A larger skin lists more pairs and makes a
-build dearer, a smaller one more escapees; 1.0 is the cheapest of those tried (docs/performance.md,
+build dearer, a smaller one more escapees; 1.0 balances them (docs/performance.md,
 "Moved from docstrings")."""
 REBUILD_FRACTION = 0.075
 """The list is built again when more than this fraction of the particles escaped (drifted more
@@ -87,6 +90,7 @@ than half the skin since the build): an escapee's search is cheap and a build de
 them (docs/performance.md, "Moved from docstrings")."""
 
 
+@persistent
 class SelfCollisionBuffers:
     """Scratch of the self-collision system (resource): the packed particles of every colliding
     cloth, the hash and pair list of the last build, the contacts of the last pass."""
@@ -348,6 +352,7 @@ class PairList(NamedTuple):
     """The slot after each chunk's last pair, (CHUNKS,) int64."""
 
 
+@persistent
 class Contacts(NamedTuple):
     """The contacts of a pass, in fixed slots per chunk (``_write_contact``)."""
 
@@ -363,6 +368,7 @@ class Contacts(NamedTuple):
     """The slot after each chunk's last contact, (CHUNKS,) int64 (−1 while a chunk has run out)."""
 
 
+@persistent
 class Buffers(NamedTuple):
     """Everything ``_pass`` keeps between passes (held once per allocation: ``_hold``)."""
 
@@ -386,8 +392,8 @@ class Buffers(NamedTuple):
 # --- kernels --------------------------------------------------------------------------------------
 HASH_X, HASH_Y, HASH_Z = 1, 689287499, 283923481
 """Cell hash coefficients: large primes for y and z (Teschner et al. 2003) but 1 for x, so the three
-cells of a row are adjacent buckets (one cache line) and particles in mesh order reuse them: with
-a prime for x too, the 27 random bucket reads cost 380 ns per particle in the n = 128 drape."""
+cells of a row are adjacent buckets (one cache line) and particles in mesh order reuse them, where a
+prime for x too would make 27 random bucket reads per particle (docs/performance.md, "Moved from docstrings")."""
 
 
 @numba.njit(cache=True)
@@ -555,10 +561,9 @@ def _find_pairs(lo, hi, reach2, hash_, build, pairs, first, last):
     return the slot after the last, or −1 if ``last`` was reached (the caller grows the list and
     builds again).
 
-    The cost is the scan of the candidates (23 per particle in the n = 128 drape, for 4.7 listed):
+    The cost is the scan of the candidates (several per listed pair):
     a row of cells is consecutive buckets (HASH_X = 1), read as one range that holds almost only
-    particles of its row (at 2 buckets per particle for cells of one thickness, half of the
-    scanned entries were other cells'); the row test is one
+    particles of its row (``BUCKETS_PER_PARTICLE``); the row test is one
     compare of packed cell keys, positions are read from the bucket-ordered copy xs, and every
     candidate is written with no branch, the slot advancing only for the listed (a close candidate is a coin
     toss for the branch predictor; docs/performance.md, "Moved from docstrings")."""
@@ -902,6 +907,11 @@ def _point_triangle(triangles, thickness, inv_mass, x):
     particle inside the slab of a nearby triangle is pushed out along the triangle's normal, on
     the side it is on, and the triangle's corners the other way by barycentric weights (mass
     weighted, so momentum is kept; a particle the contacts hold has inverse mass 0 in ``inv_mass``, and stays put).
+    The point–triangle proximity of Bridson et al. 2002 resolved as a position constraint
+    (``_push_off_triangle``): with n the unit normal, (b_i, b_j, b_k) the barycentric coordinates of p's
+    projection (inside the triangle), depth = thickness − |height| and w the inverse masses,
+    s = ±depth / (w_p + b_i²·w_i + b_j²·w_j + b_k²·w_k) (the sign of the side p is on), x_p += w_p·s·n and each
+    corner c −= w_c·b_c·s·n.
     Serial: triangles share corners."""
     t_count = triangles.shape[0]
     if t_count == 0:

@@ -12,21 +12,19 @@ coupling inside the step. The environment kernel adds the momentum each substep'
 collider to ``ColliderSet.impulse``. A two-way dynamic body takes it substep by substep: before substep k its
 extra velocity (and spin) grows by the impulse (and torque) of substep k − 1, and its colliders are moved over
 substep k along pymunk's path plus the extra displacement so far, carried on at the extra velocity *including
-the impulse substep k is predicted to give* — the last one measured, ``RigidBody2D.cloth_force`` × h. After
+the impulse substep k is predicted to give* — the last substep's, ``RigidBody2D.cloth_force`` × h. After
 the step the extra velocities are added to the pymunk body, so pymunk's next step uses them whoever steps
-the space (Space2D or the game's own ``space.step``: a game stepping pymunk felt the cloth two steps late
-before); the extra displacement and rotation (millimetres for a ball bouncing on cloth, micrometres for a
-hero in a cape) wait in ``cloth_shift`` for the next step's start, where the pins read the body after it: a
-cape pinned to a body stays exactly on it. Impulses of whole-step solvers (the implicit model, before the
-substeps) go to the velocities at the end of the step.
+the space (Space2D or the game's own ``space.step``); the extra displacement and rotation (millimetres for a
+ball bouncing on cloth, micrometres for a hero in a cape) wait in ``cloth_shift`` for the next step's start,
+where the pins read the body after it: a cape pinned to a body stays exactly on it. Impulses of whole-step
+solvers (the implicit model, before the substeps) go to the velocities at the end of the step.
 
 Why (energy). In a substep where a collider moves at velocity c and receives impulse J from the cloth, the
 cloth is given work −J·c (a passive, damped cloth keeps at most that) while the body, at velocity u before,
 gains kinetic energy J·u + |J|²/2M: the body gets back no more than the cloth took iff J·(c − u) ≥ |J|²/2M.
 Explicit coupling (c = u: the collider moved before its impulse was known) breaks that by |J|²/2M every
-time; the bridge used to apply a whole step's impulse after the step, and a ball left a cloth trampoline
-faster than it hit it (tests/test_pymunk_bridge.py: 1.036× at 16 substeps; 1.35× at 4 with the game stepping
-pymunk) and, left on it, was pumped until it fell through. Moving the collider at the velocity its
+time: a ball would leave a cloth trampoline faster than it landed and, left on it, be pumped until it fell
+through (tests/test_pymunk_bridge.py checks it does not). Moving the collider at the velocity its
 impulse will give, c = u + Ĵ/M (backward Euler), satisfies it whenever J·Ĵ ≥ |J|²/2, i.e. when the cloth's
 force changed by less than its own size since the last substep (|J − Ĵ| ≤ |Ĵ|): every substep of a contact
 but its first. Momentum is exact either way — the body receives exactly the impulses the cloth lost; only
@@ -57,6 +55,7 @@ from loom.components import Box, Capsule, Collider, ColliderSet, Gravity, PixelS
 from loom.components.pixels import warn_units
 from loom.components.rigid_body import RigidBody2D, Space2D
 from loom.engine import App
+from loom.engine.persist import persistent
 from loom.systems.shared.held import HeldByArrays, hold
 from loom.systems.shared.plan import Plan, nothing
 
@@ -168,9 +167,10 @@ def couple_bodies(app: App, h: float) -> Plan:
     if not coupling.rigids:                            # (plans off: a later substep finds begin's bodies here)
         return nothing
     held, rows = coupling.held, coupling.packed
+    substeps = app.clock.substeps                      # fixed within a step (a plan relies on it)
 
     def plan(app: App, h: float) -> None:
-        k, substeps = app.clock.substep_index, app.clock.substeps
+        k = app.clock.substep_index
         _couple_substep(held, rows, k > 0, k / substeps, (k + 1) / substeps, h)
     plan(app, h)
     return plan
@@ -206,7 +206,7 @@ def _shift(body: pymunk.Body, frame: Units, shift: np.ndarray) -> None:
 INV_MASS, INV_MOMENT, CX, CY, FX, FY, TORQUE, ARM_X, ARM_Y, ANGLE1, VX, VY, SPIN, SX, SY, TURN, MOVED = range(17)
 """Columns of ``CouplingArrays.state``, one row per coupled body, in Loom's frame (metres, y up, counter-clockwise).
 Given at the step's start: 1/mass [1/kg], 1/moment [1/(kg·m²)] (0: never turns), the centre of gravity at the
-step's end [m] and the last measured force [N] and torque [N·m] (the predictor, updated every substep). Then:
+step's end [m] and the last substep's force [N] and torque [N·m] (the predictor, updated every substep). Then:
 its first collider's offset from that centre at the step's end [m] and that collider's angle then [rad]; the
 extra velocity [m/s] and angular velocity [rad/s] the cloth gave it so far this step, the extra displacement
 [m] and rotation [rad] so far, and 1 once its colliders' rows have been rewritten this step."""
@@ -256,6 +256,7 @@ class Packed(NamedTuple):
     """``ColliderSet.pose1`` (k, 7): likewise."""
 
 
+@persistent
 class Coupling:
     """Resource: the two-way dynamic bodies among this step's colliders and their motion so far (``state``).
     Filled at every step's first substep and emptied after it: nothing here outlives a step (what the next
@@ -390,7 +391,8 @@ def _couple_end(held, packed, h):
 @numba.njit(cache=True)
 def _path_velocity(s, h):
     """Extra velocity [m/s] and angular velocity [rad/s] the colliders move at in a substep of h [s]: the
-    body's so far plus the predicted impulse of the substep (last force and torque × h over mass, moment)."""
+    body's so far plus the predicted impulse of the substep (last force and torque × h over mass, moment): the
+    backward-Euler path c = u + Ĵ/M of the module docstring ("Why (energy)")."""
     return (s[VX] + s[FX] * h * s[INV_MASS], s[VY] + s[FY] * h * s[INV_MASS],
             s[SPIN] + s[TORQUE] * h * s[INV_MOMENT])
 
@@ -408,7 +410,8 @@ def _advance(s, h):
 def _take(a, b, alpha, impulse, impulse_point, since):
     """Add to body b's extra velocities the impulses of its rows, at their |j|-weighted points, applied at
     fraction alpha of the step; ``since``: the ColliderSet's (k, ·) arrays, minus what was taken (then marked
-    taken), else the rows' own (m, ·) arrays. Returns the total (jx, jy [N·s], torque [N·m·s])."""
+    taken), else the rows' own (m, ·) arrays. Returns the total (jx, jy [N·s], torque [N·m·s]). A rigid body's
+    impulse response: Δv = J/M, Δω = Σ (r × j)_z / I, r from the centre of gravity to each impulse's point."""
     s = a.state[b]
     cx, cy = _centre(a, b, alpha)
     cx += s[SX]
@@ -564,6 +567,7 @@ def _warn_if_pixels(app: App, entity: int, rigid: RigidBody2D) -> None:
                    f"(units per metre)")
 
 
+@persistent
 class BodyPoses:
     """Resource: each RigidBody2D entity's pose when its colliders were last moved (bodies that did not
     move since, resting or static, are skipped: their colliders are already there)."""
@@ -615,7 +619,7 @@ def _rectangle_half_size(vertices: np.ndarray) -> tuple[float, float] | None:
     """Half width and height of a polygon that is a rectangle aligned with its body's axes, else None.
 
     Such polygons (pymunk's ``Poly.create_box``) become a Box collider: its exact distance is a few
-    operations, where a general prism walks every edge (the cape's hero cost 0.5 ms a frame as one)."""
+    operations, where a general prism walks every edge."""
     if vertices.shape[0] != 4:
         return None
     lo, hi = vertices.min(axis=0), vertices.max(axis=0)

@@ -41,8 +41,9 @@ deeper than the region's ``edge`` inside it, smoothstep(depth/edge) across the e
 also gets a coverage c = 1 when any global Wind (no region) or Blower is active, else min(1, Σ weights); each
 triangle's forces and stability rate are scaled by its corners' mean coverage, and a triangle with coverage 0
 is skipped. So a cloth outside every zone feels nothing — not even still-air drag — exactly as with no Wind
-at all, and a scene without zones computes bit for bit what it did before zones existed. The weights are
-evaluated per particle inside the kernels; each Wind's zone is packed into one row of 17 floats (``_pack``).
+at all, and without zones every weight is 1 (x·1 is exact): the forces are those of the zone-free model, bit for
+bit. The weights are evaluated per particle inside the kernels; each Wind's zone is packed into one row of 17
+floats (``_pack``).
 """
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ from numba import prange
 from loom.components import Cloth
 from loom.components.wind import Blower, Wind, WindBox, WindSphere
 from loom.engine import App, Stage
+from loom.engine.persist import persistent
 from loom.systems.shared.batch import Batch, batchable, revisions
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import forget_on_despawn
@@ -85,6 +87,7 @@ class WindPlugin:
         app.add_system(apply_wind, Stage.PRE_STEP, in_set=ClothSet.FORCES)
 
 
+@persistent
 class AeroArrays(NamedTuple):
     """One cloth as the wind kernel reads it, held (``loom.systems.shared.held``): references to the cloth's
     arrays, no copies, and the kernel's own scratch."""
@@ -108,6 +111,7 @@ class AeroArrays(NamedTuple):
     one zone weight [-] (see the module docstring)."""
 
 
+@persistent
 class WindScratch:
     """Each cloth's held ``AeroArrays`` (its arrays and the wind kernel's accumulators), keyed by entity.
 
@@ -259,8 +263,8 @@ def _pack_zone(region: WindBox | WindSphere | None, row: np.ndarray) -> None:
 @numba.njit(cache=True)
 def _wave(phase):
     """sin(phase) to 1e-6, branch-free: reduced to [−π, π], then its Taylor series to the 15th power
-    (error < π¹⁷/17! = 8e-7). The turbulence takes 8 sines per particle per step; libm's sin cost
-    13 ns each, three quarters of the wind on 100 small flags; this costs about 4."""
+    (error < π¹⁷/17! = 8e-7). No libm call and no branch, so the loops over points that call it
+    (``_air_at_points``, ``_waves``) vectorise; the turbulence takes 8 sines per particle per step."""
     r = phase - 2.0 * math.pi * math.floor(phase / (2.0 * math.pi) + 0.5)
     r2 = r * r
     return r * (1.0 + r2 * (-1.0 / 6.0 + r2 * (1.0 / 120.0 + r2 * (-1.0 / 5040.0 + r2 * (
@@ -270,7 +274,10 @@ def _wave(phase):
 @numba.njit(cache=True)
 def _air_at(px, py, pz, t, base, amp, modes, cones):
     """Air velocity (ux, uy, uz) [m/s] at point p [m], time t [s]: winds (gusts in ``base``,
-    turbulence waves Σ a·sin(κ·p − ω·t + φ)·ê) plus blower cones (see components.wind.Blower)."""
+    turbulence waves Σ a·sin(κ·p − ω·t + φ)·ê) plus blower cones speed·(radius/R)²·(1 − (r/R)²)²
+    (see components.wind.Blower). The seeds' wind is a uniform fluid velocity (Provot 1995, "Viscous fluid
+    (wind)") or "some globally varying constant function" (Fisher's notes); this field is Loom's own,
+    seeded and deterministic."""
     ux = 0.0
     uy = 0.0
     uz = 0.0
@@ -340,8 +347,7 @@ def _zone_weight(zones, w, px, py, pz):
 def _air_at_points(points, base, amp, modes, cones, zones, t, out):
     """out[k] = air velocity at points[k] (k, 3) [m] and time t [s] → [m/s]; the same field as
     ``_air_at``, with the points in the inner loops over contiguous coordinate rows, which LLVM
-    vectorises (with ``_wave``, no libm call): 2 ns per wave and point against 13 for a per-point
-    ``math.sin``."""
+    vectorises (with ``_wave``, no libm call)."""
     rows = np.empty((8, points.shape[0]))
     _air_rows(points, base, amp, modes, cones, zones, t, rows)
     for k in range(points.shape[0]):             # loops, not out[:, 0] = rows[3]: an array-to-slice copy pulls
@@ -393,8 +399,8 @@ def _waves(rows, base, amp, modes, zones, t):
 @numba.njit(cache=True)
 def _add_wind(rows, base, amp, modes, zones, t, w, everywhere):
     """Add wind w (its mean and turbulence) to the air rows[3:6], weighted per point by ``_zone_weight``
-    (kept in rows[7]; 1 for a wind without a region, and x·1 is exact, so a global wind adds bit-identically
-    what it did before zones); a zoned wind also adds its weights to the coverage rows[6], capped at 1,
+    (kept in rows[7]; 1 for a wind without a region, and x·1 is exact, so a global wind adds exactly its
+    unweighted velocity); a zoned wind also adds its weights to the coverage rows[6], capped at 1,
     unless ``everywhere`` (coverage already 1)."""
     px, py, pz, ux, uy, uz, cover, weight = rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7]
     n = px.shape[0]
@@ -433,7 +439,10 @@ def _aero_forces_batch(clothes, base, amp, modes, cones, zones, t, rho, cd, cl, 
 
 @numba.njit(cache=True)
 def _aero_forces(held, base, amp, modes, cones, zones, t, rho, cd, cl, cvi, dt):
-    """Add each triangle's drag, lift and viscous force (module docstring) to ``force``, a third per corner.
+    """Add each triangle's drag, lift and viscous force (module docstring) to ``force``, a third per corner:
+    drag along the triangle's normal (Baraff & Witkin 1998 §4.4, per triangle), lift across the flow, and Provot
+    1995's viscous fluid force Fvi = Cvi·[n·(u − v)]·n per unit area; a third to each corner as the mass is
+    (Fuhrmann et al. 2003 eq. 1).
 
     held: the cloth's held ``AeroArrays``; base, amp, modes, cones, zones: the air (``_air_rows``) at time t [s];
     rho [kg/m³]; cd, cl [-]; cvi [N·s/m³]; dt [s].
@@ -441,8 +450,8 @@ def _aero_forces(held, base, amp, modes, cones, zones, t, rho, cd, cl, cvi, dt):
     Skips triangles of zero area or zero wind coverage; scales the others' force and rate by their corners'
     mean coverage (1 without zones: unchanged). Serial: triangles share corners.
     The air is evaluated at the particles and averaged over each triangle's corners: a grid has
-    twice as many triangles as particles, and the sines of the turbulence were 60 % of the flag
-    game's wind cost; over a triangle (5 cm) the shortest wave (0.5 m) is linear to 0.3 % of the wind."""
+    twice as many triangles as particles, so this takes half the turbulence's sines; over a triangle (5 cm) the
+    shortest wave (0.5 m) is linear to 0.3 % of the wind."""
     cloth = held.value
     triangles = cloth.triangles
     x = cloth.x

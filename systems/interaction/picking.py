@@ -173,6 +173,8 @@ def hold_grabs(app: App, dt: float) -> None:
         if p >= cloth.particle_count:
             raise ValueError(f"Grab.particle = {p}: out of range for cloth entity {g.cloth} of "
                              f"{cloth.particle_count} particles")
+        if (g.held_cloth, g.held_particle) != want:
+            cloth.changed()                          # a new grab: the anchors change (Cloth.changes)
         cloth.inv_mass[p] = 0.0
         g.step_start[:] = cloth.x[p]
         g.step_end[:] = g.target
@@ -208,6 +210,7 @@ def _release(app: App, g: Grab) -> None:
         pin = app.try_get(g.held_cloth, Pin)
         pinned = pin is not None and bool(np.any(pin.active & (pin.index == p)))
         cloth.inv_mass[p] = 0.0 if pinned else cloth.base_inv_mass[p]
+        cloth.changed()                              # let go: the anchors change (Cloth.changes)
     g.held_cloth, g.held_particle = None, -1
 
 

@@ -28,12 +28,11 @@ cloth with an active ``Tearable``:
    particle.
 
 Particle indices of the unsplit cloth stay valid (copies are appended), so Pins, Grabs and game
-code keep pointing at the same particles. Tethers (Kim et al. 2012's long-range attachments) are
-measured straight across the rest shape, blind to tears, and would hold a crack shut or a torn-off
-flap in the air: after each rebuild of a torn cloth's tethers, ``prune_tethers`` (PRE_STEP, last in
-``ClothSet.TETHERS``) drops those whose rest segment touches a crack face or whose ends lie in
-different pieces. Systems that cache per-cloth data must notice the new arrays (particle count,
-``triangles``, ``link_i`` are new objects). The App emits ``cloth_torn`` (entity, particles, links) after each rebuild.
+code keep pointing at the same particles. A rebuild is a new topology: it moves the cloth's change signal
+(``Cloth.changed``), and a model's per-cloth data made for the old tables is made anew (``link_i`` and the
+particle count are new; XPBD rebuilds its tethers then and prunes those that cross a crack, from the
+``Tearable``'s ``crack`` and ``piece``: ``loom.systems.xpbd.data.prune_torn``). The App emits ``cloth_torn``
+(entity, particles, links) after each rebuild.
 """
 from __future__ import annotations
 
@@ -54,10 +53,9 @@ longer links (rare: hand-made tables) survive only while neither endpoint has sp
 
 
 class TearingPlugin:
-    """Break overloaded links and split the mesh after the guard; keep tethers within the pieces."""
+    """Break overloaded links and split the mesh after the guard."""
 
     def build(self, app: App) -> None:
-        app.add_system(prune_tethers, Stage.PRE_STEP, in_set=ClothSet.TETHERS, after=ClothSet.TETHERS)
         app.add_system(tear_cloths, Stage.POST_STEP, in_set=ClothSet.GUARD, after=ClothSet.GUARD)
 
 
@@ -107,31 +105,8 @@ def _remember_tear(tear: Tearable, cloth: Cloth, source: np.ndarray, n_old: int,
     tear.torn = torn
     tear.crack = _crack_edges(cloth.triangles, torn)
     tear.piece = _pieces(cloth.triangles, cloth.particle_count)
-    tear.tether_table = None                                # prune the tethers rebuilt next step
     tear.tears += int(source.size)
     tear.rebuilds += 1
-
-
-def prune_tethers(app: App, dt: float) -> None:
-    """Drop the tethers of torn cloths that reach across a crack or into another piece (after each rebuild of them).
-
-    The tether system measures straight rest distances to the nearest anchors, blind to tears: a
-    flap torn off would stay tethered to the pins of the piece it left and hang in the air, and a
-    half-open crack would be held shut. A tether survives if its straight segment in rest
-    material coordinates (``rest_uv``) touches no crack face and its ends lie in the same piece."""
-    for _, cloth, tear in app.query(Cloth, Tearable):
-        n = cloth.particle_count
-        if tear.torn.shape[0] != n or cloth.tether_anchor is tear.tether_table:
-            continue
-        uv = cloth.rest_uv
-        crack = tear.crack if np.ptp(uv, axis=0).min() > 0.0 else tear.crack[:0]     # read-only either way
-        keep = _clear_tethers(cloth.tether_offsets, cloth.tether_anchor, uv, tear.piece, crack)
-        owner = np.repeat(np.arange(n), np.diff(cloth.tether_offsets))
-        offsets = np.zeros(n + 1, np.int32)
-        np.cumsum(np.bincount(owner[keep], minlength=n), out=offsets[1:])
-        cloth.assign(tether_offsets=offsets, tether_anchor=np.ascontiguousarray(cloth.tether_anchor[keep]),
-                     tether_length=np.ascontiguousarray(cloth.tether_length[keep]))    # sizes change together
-        tear.tether_table = cloth.tether_anchor
 
 
 def retopologize(cloth: Cloth, triangles: np.ndarray, source: np.ndarray, *, pins: Iterable[Pin] = ()
@@ -143,8 +118,8 @@ def retopologize(cloth: Cloth, triangles: np.ndarray, source: np.ndarray, *, pin
     the state of their source; a split particle's mass is shared by the rest area each copy keeps;
     links are remapped by hop count (module docstring); bend quads and colour tables are derived
     anew and validated by the Cloth constructor (ValueError if the new mesh is invalid). Each Pin in
-    ``pins`` (the cloth's own) also holds the copies of its particles. Tethers are left to the tether
-    system to rebuild (the tearing system then prunes those that cross between pieces).
+    ``pins`` (the cloth's own) also holds the copies of its particles. The cloth's change signal moves
+    (``Cloth.changed``): each model remakes what it keeps for the old topology (XPBD its tethers).
     Returns (origin (n + m,) int64: the old particle each new one comes from; parent (c',) int64:
     for each new link, in the new colour order, the old link it continues, in the old colour order)."""
     n = cloth.particle_count
@@ -195,13 +170,15 @@ def retopologize(cloth: Cloth, triangles: np.ndarray, source: np.ndarray, *, pin
     v, x_prev, force = cloth.v[origin], cloth.x_prev[origin], cloth.force[origin]
     old_colour = np.empty(cloth.link_count, np.int64)
     old_colour[cloth.link_order] = np.arange(cloth.link_count)
-    rejected = cloth.rejected_steps
+    rejected, changes = cloth.rejected_steps, cloth.changes
     vars(cloth).update(vars(fresh))                                 # same component object, new tables
+    vars(cloth)["changes"] = changes
     cloth.rejected_steps = rejected
     cloth.v, cloth.x_prev, cloth.force, cloth.base_inv_mass = v, x_prev, force, base
     for pin in pins:
         _extend_pin(pin, source, n)
         cloth.inv_mass[pin.index[pin.active]] = 0.0
+    cloth.changed()                                                 # a new topology: every model follows
     return origin, old_colour[parent[cloth.link_order]]
 
 
@@ -259,53 +236,6 @@ def _boundary_mask(triangles: np.ndarray, n: int) -> np.ndarray:
 
 
 # --- kernels: private, arrays in, arrays out -----------------------------------------------------
-@numba.njit(cache=True)
-def _within(px, py, ax, ay, bx, by):
-    """True if point p lies in the bounding box of segment ab (1e-12 m slack)."""
-    return (min(ax, bx) - 1e-12 <= px <= max(ax, bx) + 1e-12) and (min(ay, by) - 1e-12 <= py <= max(ay, by) + 1e-12)
-
-
-@numba.njit(cache=True)
-def _segments_meet(ax, ay, bx, by, cx, cy, dx, dy, eps):
-    """True if the closed 2D segments ab and cd share a point (touching counts), within eps [m²]."""
-    d1 = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
-    d2 = (bx - ax) * (dy - ay) - (by - ay) * (dx - ax)
-    d3 = (dx - cx) * (ay - cy) - (dy - cy) * (ax - cx)
-    d4 = (dx - cx) * (by - cy) - (dy - cy) * (bx - cx)
-    if ((d1 > eps and d2 < -eps) or (d1 < -eps and d2 > eps)) and \
-            ((d3 > eps and d4 < -eps) or (d3 < -eps and d4 > eps)):
-        return True                                       # proper crossing
-    return ((abs(d1) <= eps and _within(cx, cy, ax, ay, bx, by))      # an endpoint on the other segment
-            or (abs(d2) <= eps and _within(dx, dy, ax, ay, bx, by))
-            or (abs(d3) <= eps and _within(ax, ay, cx, cy, dx, dy))
-            or (abs(d4) <= eps and _within(bx, by, cx, cy, dx, dy)))
-
-
-@numba.njit(cache=True)
-def _clear_tethers(offsets, anchor, uv, piece, crack):
-    """(m,) bool: tether (p, anchor) is kept if p and its anchor share a piece and the rest segment
-    uv[p]–uv[anchor] (uv (n, 2) [m]) meets no crack edge (k, 2)."""
-    keep = np.ones(anchor.shape[0], np.bool_)
-    for p in range(offsets.shape[0] - 1):
-        for t in range(offsets[p], offsets[p + 1]):
-            a = anchor[t]
-            if piece[p] != piece[a]:
-                keep[t] = False
-                continue
-            px = uv[p, 0]
-            py = uv[p, 1]
-            qx = uv[a, 0]
-            qy = uv[a, 1]
-            eps = 1e-12 * ((qx - px) ** 2 + (qy - py) ** 2 + 1e-12)
-            for e in range(crack.shape[0]):
-                i = crack[e, 0]
-                j = crack[e, 1]
-                if _segments_meet(px, py, qx, qy, uv[i, 0], uv[i, 1], uv[j, 0], uv[j, 1], eps):
-                    keep[t] = False
-                    break
-    return keep
-
-
 @numba.njit(cache=True)
 def _pieces(triangles, n):
     """Connected piece label of each particle, (n,) int32: particles sharing a triangle are joined

@@ -41,10 +41,11 @@ import numpy as np
 from loom.components import Cloth, Gravity
 from loom.engine import App
 from loom.engine.geometry import vertex_normals_into
+from loom.engine.persist import persistent
 from loom.systems.shared.distance_limits import DeformationLimits, link_bounds
 from loom.systems.shared.held import Held, hold
 from loom.systems.shared.model_index import cloths_of
-from loom.systems.shared.substep_model import ClothScratch, add_substep_model
+from loom.systems.shared.substep_model import ClothScratch, Seen, add_substep_model
 
 MODEL = "mass_spring"
 """The ``Cloth.model`` this module steps (registered in ``loom.systems.registry``)."""
@@ -63,6 +64,7 @@ class MassSpringPlugin:
                           update_spring_velocities)
 
 
+@persistent
 class MassSpringScratch(ClothScratch):
     """Per-cloth solver scratch of the mass-spring model, keyed by entity (allocated once, reused)."""
 
@@ -77,6 +79,7 @@ class MassSpringScratch(ClothScratch):
         return SpringState(cloth)
 
 
+@persistent
 class SpringState:
     """Scratch of one mass-spring cloth: spring tables, integrator stages and history, diagnostics.
 
@@ -95,7 +98,8 @@ class SpringState:
         """The force kernel's coefficients: c, C_dis, C_vi [N·s/m], u (3) [m/s], g (3) [m/s²]."""
         self.seeded = False
         """True once x_prev holds a valid x_{n−1} for the verlet integrator."""
-        self.seen_rejections = cloth.rejected_steps
+        self.seen = Seen(cloth)
+        """What this scratch last saw of the cloth's change signal and of the guard's refusals."""
         self.limit_passes_used = 0.0
         """Work of the deformation limit in the last substep: springs checked / limited springs [-]
         (1: one check of each, nothing over; bounded by ``limit_passes``)."""
@@ -144,8 +148,7 @@ def integrate_springs(app: App, h: float) -> None:
         state = scratch.get(entity, cloth)
         state.coeffs[_GX:] = g                               # gravity is a resource: it may change any step
         springs = tables.get(entity, cloth, state)
-        restored = cloth.rejected_steps != state.seen_rejections     # the guard reset x, v and x_prev = x
-        state.seen_rejections = cloth.rejected_steps
+        restored = state.seen.refused(cloth)                 # the guard reset x, v and x_prev = x
         method = cloth.settings.integrator
         if method == "symplectic_euler" or method == "explicit_euler":
             _euler(springs, h, method == "symplectic_euler", state.normals, state.force, cloth.x, cloth.v,
@@ -186,6 +189,7 @@ def update_spring_velocities(app: App, h: float) -> None:
         _follow_corrections(cloth.x, scratch.get(entity, cloth).x_int, 1.0 / h, cloth.v)
 
 
+@persistent
 class SpringTables:
     """Resource: each mass-spring cloth's held ``Springs``, keyed by entity; rebuilt when the cloth has replaced
     an array (its ``revision``; after a snapshot load, which restores the revision with new arrays,

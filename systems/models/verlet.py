@@ -26,9 +26,10 @@ import numpy as np
 
 from loom.components import Cloth, Gravity
 from loom.engine import App
+from loom.engine.persist import persistent
 from loom.systems.shared.distance_limits import link_bounds, relax_distances
 from loom.systems.shared.model_index import cloths_of
-from loom.systems.shared.substep_model import ClothScratch, add_substep_model
+from loom.systems.shared.substep_model import ClothScratch, Seen, add_substep_model
 
 MODEL = "verlet"
 """The ``Cloth.model`` this module steps (registered in ``loom.systems.registry``)."""
@@ -41,12 +42,13 @@ class VerletPlugin:
         add_substep_model(app, MODEL, VerletScratch, predict_verlet, relax_verlet_links, update_verlet_velocities)
 
 
+@persistent
 class VerletScratch(ClothScratch):
     """Per-cloth link bounds of the Verlet model, keyed by entity (rebuilt when the settings change);
     ``get(entity, cloth)`` returns the cloth's ``_VerletTables``."""
 
     def build(self, cloth: Cloth) -> _VerletTables:
-        return _VerletTables(cloth, seen_rejections=cloth.rejected_steps)
+        return _VerletTables(cloth)
 
     def stale(self, t: _VerletTables, cloth: Cloth) -> bool:
         """Rebuild when the settings, the link table or the particle count changed."""
@@ -54,16 +56,18 @@ class VerletScratch(ClothScratch):
             or t.x_prev_at_step.shape != cloth.x.shape
 
 
+@persistent
 class _VerletTables:
     """Per-link bounds [m] (c,) in colour order, what they were built from, and the guard's scratch."""
 
-    def __init__(self, cloth: Cloth, seen_rejections: int) -> None:
+    def __init__(self, cloth: Cloth) -> None:
         s = cloth.settings
         self.settings = s
         self.link_rest = cloth.link_rest
         self.link_lo, self.link_hi = link_bounds(cloth, (s.stretch_min, s.stretch_min, s.bend_min),
                                                  (s.stretch_max, s.stretch_max, math.inf))
-        self.seen_rejections = seen_rejections
+        self.seen = Seen(cloth)
+        """What these tables last saw of the cloth's change signal and of the guard's refusals."""
         self.x_prev_at_step = cloth.x_prev.copy()
         """x_prev at the start of the current step [m], (n, 3): put back if the guard refuses the step."""
 
@@ -74,9 +78,8 @@ def predict_verlet(app: App, h: float) -> None:
     scratch = app.resource(VerletScratch)
     for entity, cloth in cloths_of(app, MODEL):
         tables = scratch.get(entity, cloth)
-        if cloth.rejected_steps != tables.seen_rejections:       # the guard reset x, v and x_prev = x:
-            tables.seen_rejections = cloth.rejected_steps        # retry the refused step from its own x_prev
-            np.copyto(cloth.x_prev, tables.x_prev_at_step)
+        if tables.seen.refused(cloth):          # the guard reset x, v and x_prev = x: retry the refused step
+            np.copyto(cloth.x_prev, tables.x_prev_at_step)      # from its own x_prev
         if app.clock.substep_index == 0:
             np.copyto(tables.x_prev_at_step, cloth.x_prev)
         drag_h = cloth.settings.drag ** (60.0 * h)

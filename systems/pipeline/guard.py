@@ -67,7 +67,8 @@ from numba import prange
 from loom.components import Cloth, Tearable
 from loom.engine import App
 from loom.engine.clock import MAX_SUBSTEPS
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
+from loom.engine.persist import persistent
 from loom.systems.shared.batch import Batch, batchable, revisions
 
 log = logging.getLogger("loom.guard")
@@ -86,6 +87,7 @@ MAX_STRETCH = 20.0
 its corner link at 12.8× by design (relaxation cannot move pinned particles); 20× leaves room."""
 
 
+@persistent
 @dataclass
 class Recovery:
     """The guard's recovery policy and state (a resource; insert your own before the plugins to tune it)."""
@@ -136,6 +138,7 @@ _BOUND = {"x": f"±{MAX_POSITION:g} m", "v": f"±{MAX_SPEED:g} m/s", "x_prev": f
 """Each checked field's sane range, as the messages quote it."""
 
 
+@persistent
 class StepSnapshot:
     """Per-cloth copies of the last good x, v and x_prev, keyed by entity (guard scratch)."""
 
@@ -180,7 +183,7 @@ def save_state(app: App, dt: float) -> None:
         _check_and_save_batch(*lists, snapshot.start[0], snapshot.start[1])
         bad_particle, bad_field = snapshot.start
     else:
-        found = [pick(_check_and_save, row[0].shape[0])(*row) for row in snapshot.rows(clothes)]
+        found = [_check_and_save_call(*row) for row in snapshot.rows(clothes)]
         bad_particle = [bad for bad, _ in found]
         bad_field = [which for _, which in found]
     if max(bad_particle, default=-1) < 0:
@@ -240,8 +243,7 @@ def reject_non_finite(app: App, dt: float) -> None:
         _first_bad_batch(snapshot.check.update(revisions(c for _, c in rows), arrays), (MAX_POSITION, MAX_SPEED),
                          snapshot.stretch, snapshot.found)
     else:
-        found = [pick(_first_bad, row[0].shape[0])(row[0:3], row[3:6], row[6], row[7:10],
-                                                   (MAX_POSITION, MAX_SPEED, limit))
+        found = [_first_bad_call(row[0:3], row[3:6], row[6], row[7:10], (MAX_POSITION, MAX_SPEED, limit))
                  for row, limit in zip(arrays(), stretch)]
         bad_particle = [bad for bad, _ in found]
         bad_link = [link for _, link in found]
@@ -456,3 +458,5 @@ def _first_bad_numpy(state, links, inv_mass, saved, bounds):
 
 python_twin(_check_and_save, per_step=True, twin=_check_and_save_numpy)
 python_twin(_first_bad, per_step=True, twin=_first_bad_numpy)
+_check_and_save_call, _first_bad_call = _check_and_save, _first_bad   # the Python call sites' names
+called_from(__name__, _check_and_save, _first_bad)

@@ -5,6 +5,9 @@ world point, or an offset carried by another entity's Transform — and sets the
 inverse mass to 0 (infinite mass: constraints never move them; Fuhrmann 2003 eq. 11). In each
 substep k of S it places them on the straight line from where they were to that target, at
 fraction (k + 1)/S, so they sit exactly on the target at the end of the step.
+
+A pin bound to its cloth, or whose ``active`` flags changed, moves the cloth's change signal
+(``Cloth.changed``): models that derive data from the anchors (XPBD's tethers) rebuild it.
 """
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ import numpy as np
 
 from loom.components import Cloth, Pin, Transform
 from loom.engine import App
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
+from loom.engine.persist import persistent
 from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
 from loom.systems.shared.plan import Plan
 
@@ -55,11 +59,12 @@ def _fixed_target(pin: Pin) -> bool:
 
 def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
     """``prepare_pins`` for one pin: events for changed flags, this step's start and end, inverse masses."""
-    if pick(_flags_changed, cloth.x.shape[0])(pin.active, pin.active_before):
+    if _flags_changed_call(pin.active, pin.active_before):
         changed = pin.active != pin.active_before
         released = pin.index[changed & ~pin.active]
         grabbed = pin.index[changed & pin.active]
         pin.active_before[:] = pin.active
+        cloth.changed()                                 # the anchors change: every model follows
         if released.size:
             app.emit("pin_released", entity=entity, particles=released.tolist(), step=app.clock.step_index)
         if grabbed.size:
@@ -70,16 +75,17 @@ def _prepare_one(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
         carrier = _carrier(app, pin)
         offset = pin.offset
         if isinstance(offset, np.ndarray) and offset.dtype == np.float64 and offset.shape == pin.step_end.shape:
-            pick(_carry, cloth.x.shape[0])(carrier.rotation, carrier.position, offset, pin.step_end)
+            _carry_call(carrier.rotation, carrier.position, offset, pin.step_end)
         else:                                           # a game assigned some other array-like
             pin.step_end[:] = carrier.to_world(offset)
-    pick(_hold, cloth.x.shape[0])(pin.index, pin.active, cloth.x, cloth.base_inv_mass, pin.step_start, cloth.inv_mass)
+    _hold_call(pin.index, pin.active, cloth.x, cloth.base_inv_mass, pin.step_start, cloth.inv_mass)
 
 
 def pin_particles(app: App, h: float) -> Plan:
     """Move active pinned particles to their targets interpolated at this substep; returns the plan for the step's
     other substeps (``loom.systems.shared.plan``: the same kernels, each substep's fraction of the step)."""
     clock = app.clock
+    substeps = clock.substeps                           # fixed within a step (a plan relies on it)
     pairs = app.query(Cloth, Pin)
     if batchable([cloth for _, cloth, _ in pairs]):    # many pinned cloths: one call
         batch = app.init_resource(PinBatch)
@@ -89,19 +95,20 @@ def pin_particles(app: App, h: float) -> Plan:
 
         def plan(app: App, h: float) -> None:
             if lists:
-                _move_pins_batch(*lists, (app.clock.substep_index + 1) / app.clock.substeps)
+                _move_pins_batch(*lists, (app.clock.substep_index + 1) / substeps)
     else:
-        rows = [(pick(_move_pins, cloth.x.shape[0]), pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
+        rows = [(_move_pins_call, pin.index, pin.active, pin.step_start, pin.step_end, cloth.x)
                 for _, cloth, pin in pairs if cloth.substepped]
 
         def plan(app: App, h: float) -> None:
-            alpha = (app.clock.substep_index + 1) / app.clock.substeps
+            alpha = (app.clock.substep_index + 1) / substeps
             for kernel, index, active, step_start, step_end, x in rows:
                 kernel(index, active, step_start, step_end, alpha, x)
     plan(app, h)
     return plan
 
 
+@persistent
 class PinTargetBatch(Batch):
     """Resource: the pins with fixed targets as one batch, for ``prepare_pins``."""
 
@@ -115,6 +122,7 @@ _NONE_DONE = np.zeros(0, np.bool_)
 _NONE_DONE.flags.writeable = False
 
 
+@persistent
 class PinBatch:
     """Resource: the pins of substepped cloths as one batch (systems/shared/batch.py), refreshed at substep 0."""
 
@@ -156,6 +164,7 @@ def _bind(app: App, entity: int, cloth: Cloth, pin: Pin) -> None:
         pin.offset = _carrier(app, pin).to_local(cloth.x[pin.index])
     pin.bound = True
     pin.bound_particles = n
+    cloth.changed()                                     # new pinned particles: every model follows
 
 
 # --- kernels --------------------------------------------------------------------------------------
@@ -225,3 +234,6 @@ python_twin(_flags_changed, per_step=True)
 python_twin(_carry, per_step=True)
 python_twin(_hold, per_step=True)
 python_twin(_move_pins, per_step=True)
+_flags_changed_call, _hold_call, _move_pins_call = _flags_changed, _hold, _move_pins   # the Python call sites'
+_carry_call = _carry                                                                   # names
+called_from(__name__, _flags_changed, _carry, _hold, _move_pins)

@@ -21,7 +21,7 @@ import numpy as np
 
 from loom.components import Cloth
 from loom.engine import App
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
 from loom.systems.render.surface import MAX_LEVELS, ClothSurface
 
 INTERLEAVED_FORMAT = "3f 3f 2f"
@@ -95,8 +95,7 @@ class VertexBuffers:
         if changed:
             surface = self._rebuild(cloth)
         surface.update(cloth)
-        pick(_fill_vertices, surface.vertex_count)(surface.x, surface.normal, self.position, self.normal,
-                                                   self._packed)
+        _fill_vertices_call(surface.x, surface.normal, self.position, self.normal, self._packed)
         return changed
 
     def _rebuild(self, cloth: Cloth) -> ClothSurface:
@@ -151,3 +150,5 @@ def _fill_vertices_numpy(x: Any, normal: Any, position32: Any, normal32: Any, pa
 
 
 python_twin(_fill_vertices, per_step=True, twin=_fill_vertices_numpy)
+_fill_vertices_call = _fill_vertices                 # the Python call site's name
+called_from(__name__, _fill_vertices)

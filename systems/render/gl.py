@@ -8,7 +8,7 @@ Opt-in (games add it; DefaultPlugins does not)::
 
 What one frame draws (``draw_scene``, once per rendered frame, after the fixed steps):
 
-1. the colliders (Plane, Sphere, Capsule, Cylinder, Box, Prism, TriangleMesh), tessellated once per shape
+1. the colliders (every shape of ``collider.SHAPES``), tessellated once per shape
    and placed by their Transform each frame (``RenderSettings.show_colliders``);
 2. every visible cloth in the view ``RenderSettings.view`` selects (components/render.py): shaded two-sided
    (front/back colour × checker or image texture on rest UVs), normals as RGB (Fisher "Rendering"),
@@ -35,12 +35,11 @@ import numba
 import numpy as np
 
 from loom.components import Camera, Cloth, Collider, Transform
-from loom.components.collider import Box, Capsule, Cylinder, Plane, Prism, Sphere, TriangleMesh
+from loom.components.collider import Plane
 from loom.components.render import FLOOR_COLOR, SOLID_COLOR, ClothStyle, ColliderStyle, Prop, RenderSettings
 from loom.engine import App, Stage
 from loom.engine.frame_stats import FrameStats
-from loom.engine.geometry import grid_triangles
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
 from loom.engine.window import FrameCapture, LoadingView, Window, WindowSettings, create_gl_context, save_png
 from loom.systems.render.surface import ClothSurface
 
@@ -48,8 +47,6 @@ CLOTH_FLOATS = 9
 """Floats per cloth vertex in the vertex buffer: position (3) [m], normal (3), rest uv (2) [m], strain (1) [-]."""
 HUD_SECONDS = 0.25
 """The HUD text is re-rendered at most this often [s] (pygame.font text is slow to make every frame)."""
-PLANE_EXTENT = 60.0
-"""Half side [m] of the square drawn for an (infinite) Plane collider, around its Transform's position."""
 WEAVE_FADE_TEXELS = (4.0, 10.0)
 """The weave texture (no mipmaps) fades from its threads to its mean colour as one pixel covers from 4 to 10 of its
 texels (a 16-texel thread from 4 to 1.6 pixels wide): what a mipmap does at that range, without GL building one.
@@ -595,8 +592,7 @@ class GLRenderer:
                 gpu.surface.update(cloth, strain=settings.view == "strain")
                 packed = time.perf_counter()
                 surface = gpu.surface
-                pick(_pack_vertices, surface.x.shape[0])(surface.x, surface.normal, surface.uv, surface.strain,
-                                                         gpu.packed)
+                _pack_vertices_call(surface.x, surface.normal, surface.uv, surface.strain, gpu.packed)
                 gpu.vbo.write(gpu.packed)
                 self.seconds["normals"] += packed - start
                 self.seconds["upload"] += time.perf_counter() - packed
@@ -728,7 +724,7 @@ class GLRenderer:
     def _solid_gpu(self, key: tuple[str, int], shape: Any) -> _SolidGPU:
         """Return the mesh of a collider or prop, tessellating it when the shape or its sizes changed."""
         gpu = self._solids.get(key)
-        signature = _shape_signature(shape)
+        signature = shape.look()
         if gpu is not None and gpu.shape is shape and gpu.signature == signature:
             return gpu
         if gpu is not None:
@@ -907,105 +903,10 @@ class GLRenderPlugin:
 
 # --- collider tessellation (once per shape) -------------------------------------------------------------------------
 def tessellate(shape: Any, segments: int = 32) -> np.ndarray:
-    """Triangle list of a collider shape in its local frame: (3·t, 8) float64 rows of position [m], unit normal,
-    uv [m] (planes: in-plane coordinates for the floor checker). Plane: a square of ±PLANE_EXTENT."""
-    if isinstance(shape, Plane):
-        n = np.asarray(shape.normal, float)
-        t1 = np.cross(n, (1.0, 0.0, 0.0) if abs(n[0]) < 0.9 else (0.0, 0.0, 1.0))
-        t1 /= np.linalg.norm(t1)
-        t2 = np.cross(n, t1)
-        e = PLANE_EXTENT
-        corners = [(-e, -e), (e, -e), (e, e), (-e, e)]
-        pos = np.array([a * t1 + b * t2 for a, b in corners])
-        uv = np.array(corners, float)
-        tri = np.array([[0, 1, 2], [0, 2, 3]])
-        return _oriented(pos[tri].reshape(-1, 3), np.tile(n, (6, 1)), uv[tri].reshape(-1, 2))
-    if isinstance(shape, Sphere):
-        phi = np.linspace(0.0, math.pi, segments // 2 + 1)
-        return _lathe(shape.radius * np.sin(phi), shape.radius * np.cos(phi), np.sin(phi), np.cos(phi), segments)
-    if isinstance(shape, Capsule):
-        r, h = shape.radius, shape.half_length
-        top = np.linspace(0.0, math.pi / 2, segments // 4 + 1)
-        bottom = np.linspace(math.pi / 2, math.pi, segments // 4 + 1)
-        phi = np.concatenate([top, bottom])
-        y = r * np.cos(phi) + np.concatenate([np.full(top.size, h), np.full(bottom.size, -h)])
-        return _lathe(r * np.sin(phi), y, np.sin(phi), np.cos(phi), segments)
-    if isinstance(shape, Cylinder):
-        r, h = shape.radius, shape.half_height
-        return _lathe(np.array([0.0, r, r, r, r, 0.0]), np.array([h, h, h, -h, -h, -h]),
-                      np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0, 0.0, -1.0, -1.0]), segments)
-    if isinstance(shape, Box):
-        pos, nrm = [], []
-        for axis in range(3):
-            for sign in (-1.0, 1.0):
-                n = np.zeros(3)
-                n[axis] = sign
-                u, v = np.eye(3)[(axis + 1) % 3], np.eye(3)[(axis + 2) % 3]
-                c = n * shape.half_extents[axis]
-                hu, hv = u * shape.half_extents[(axis + 1) % 3], v * shape.half_extents[(axis + 2) % 3]
-                quad = [c - hu - hv, c + hu - hv, c + hu + hv, c - hu + hv]
-                pos += [quad[0], quad[1], quad[2], quad[0], quad[2], quad[3]]
-                nrm += [n] * 6
-        return _oriented(np.array(pos), np.array(nrm), np.zeros((len(pos), 2)))
-    if isinstance(shape, Prism):
-        poly, d = shape.polygon, shape.half_depth
-        k = poly.shape[0]
-        pos, nrm = [], []
-        for i in range(1, k - 1):                                 # caps: fans (the polygon is convex)
-            for z, sign in ((d, 1.0), (-d, -1.0)):
-                pos += [(*poly[0], z), (*poly[i], z), (*poly[i + 1], z)]
-                nrm += [(0.0, 0.0, sign)] * 3
-        for i in range(k):                                        # sides: outward = right of a CCW edge
-            a, b = poly[i], poly[(i + 1) % k]
-            edge = b - a
-            n = np.array([edge[1], -edge[0], 0.0]) / np.linalg.norm(edge)
-            pos += [(*a, -d), (*b, -d), (*b, d), (*a, -d), (*b, d), (*a, d)]
-            nrm += [n] * 6
-        return _oriented(np.array(pos, float), np.array(nrm, float), np.zeros((len(pos), 2)))
-    if isinstance(shape, TriangleMesh):
-        corners = shape.vertices[shape.triangles]                        # (t, 3, 3)
-        face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        face /= np.linalg.norm(face, axis=1)[:, None]
-        return np.concatenate([corners.reshape(-1, 3), np.repeat(face, 3, axis=0),
-                               np.zeros((corners.shape[0] * 3, 2))], axis=1)
-    raise TypeError(f"tessellate: unknown collider shape {shape!r}")
-
-
-def _lathe(radius: np.ndarray, y: np.ndarray, normal_r: np.ndarray, normal_y: np.ndarray, segments: int) -> np.ndarray:
-    """Revolve a profile (radius [m], y [m] and the profile normal's radial and y parts, top to bottom) about y."""
-    theta = np.linspace(0.0, 2.0 * math.pi, segments + 1)
-    s, c = np.sin(theta)[None, :], np.cos(theta)[None, :]
-    pos = np.stack([radius[:, None] * s, np.broadcast_to(y[:, None], (y.size, theta.size)), radius[:, None] * c], -1)
-    nrm = np.stack([normal_r[:, None] * s, np.broadcast_to(normal_y[:, None], (y.size, theta.size)),
-                    normal_r[:, None] * c], -1)
-    tri = grid_triangles(theta.size, y.size, checkerboard=False)      # vertex (row i, angle j): i·theta.size + j
-    pos, nrm = pos.reshape(-1, 3), nrm.reshape(-1, 3)
-    return _oriented(pos[tri].reshape(-1, 3), nrm[tri].reshape(-1, 3), np.zeros((tri.size, 2)))
-
-
-def _oriented(pos: np.ndarray, nrm: np.ndarray, uv: np.ndarray) -> np.ndarray:
-    """Rows (pos, normal, uv) of a triangle list with every triangle turned counter-clockwise about its normal
-    (so gl_FrontFacing is the outside), degenerate triangles dropped."""
-    p = pos.reshape(-1, 3, 3)
-    face = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-    facing = np.einsum("ij,ij->i", face, nrm.reshape(-1, 3, 3).sum(axis=1))
-    rows = np.concatenate([pos, nrm, uv], axis=1).reshape(-1, 3, 8)
-    flip = facing < 0.0
-    rows[flip] = rows[flip][:, ::-1]
-    keep = np.linalg.norm(face, axis=1) > 1e-12
-    return np.ascontiguousarray(rows[keep].reshape(-1, 8))
-
-
-def _shape_signature(shape: Any) -> tuple:
-    """The sizes a tessellation depends on (a changed radius re-tessellates)."""
-    if isinstance(shape, TriangleMesh):
-        return (id(shape.vertices), id(shape.triangles))
-    values = []
-    for name in ("normal", "radius", "half_length", "half_height", "half_extents", "polygon", "half_depth"):
-        value = getattr(shape, name, None)
-        if value is not None:
-            values.append(np.asarray(value, float).tobytes())
-    return tuple(values)
+    """Triangle list of a collider shape in its local frame, from its entry of the shape table
+    (``collider.Shape.tessellate``): (3·t, 8) float64 rows of position [m], unit normal, uv [m] (planes: in-plane
+    coordinates for the floor checker; a square of ±``collider.PLANE_EXTENT``)."""
+    return shape.tessellate(segments)
 
 
 def weave_image(threads: int = 4, texels: int = 16, seed: int = 7) -> np.ndarray:
@@ -1128,3 +1029,5 @@ def _pack_vertices_numpy(x, normal, uv, strain, out):
 
 
 python_twin(_pack_vertices, per_step=True, twin=_pack_vertices_numpy)
+_pack_vertices_call = _pack_vertices                 # the Python call site's name
+called_from(__name__, _pack_vertices)

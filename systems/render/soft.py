@@ -22,11 +22,8 @@ entity's ``ClothStyle`` (colours, checker or image texture — the default "weav
 are finer than a sprite-scale pixel and this rasterizer does not filter — subdivision, visible) and the App's
 ``RenderSettings`` (view shaded / normals / wireframe / strain / particles, light_direction, ambient,
 strain_scale, point_size). ``background``, ``show_colliders`` and ``hud`` are the game's business here: the
-game owns the surface.
-
-Cost, a 20×30 cape and a 40×20 flag covering a sixth of an 800×600 surface, one core of a 2-core VM:
-1.5 ms per frame shaded and checkered, 2.7 ms at the ClothStyle default of one Loop subdivision level
-(docs/embedding.md has the table).
+game owns the surface. The normals view and Loop subdivision follow Fisher's notes ("Rendering"). What a frame
+costs: docs/embedding.md.
 """
 from __future__ import annotations
 

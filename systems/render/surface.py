@@ -43,7 +43,7 @@ import numpy as np
 
 from loom.components.cloth import STRETCH
 from loom.engine.geometry import vertex_normals, vertex_normals_into
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
 
 CORNER_ANGLE = math.radians(40.0)
 """A boundary vertex whose boundary turns by more than this in the rest shape is a corner and is kept
@@ -98,7 +98,7 @@ def loop_stencil(triangles: Any, rest_x: Any, levels: int) -> LoopStencil:
         l_ptr, l_idx, l_w, tris = _loop_level(tris, rest)
         rest = np.zeros((l_ptr.size - 1, 3))
         indptr, indices, weights = _csr_matmul(l_ptr, l_idx, l_w, indptr, indices, weights, n)
-        pick(_apply_csr, n)(indptr, indices, weights, np.ascontiguousarray(rest_x, dtype=np.float64), rest)
+        _apply_csr_call(indptr, indices, weights, np.ascontiguousarray(rest_x, dtype=np.float64), rest)
     return LoopStencil(levels=int(levels), source_count=n, vertex_count=indptr.size - 1, indptr=indptr,
                        indices=indices, weights=weights, triangles=np.ascontiguousarray(tris, dtype=np.int32))
 
@@ -116,8 +116,8 @@ def subdivide(stencil: LoopStencil, values: np.ndarray, out: np.ndarray | None =
         out = np.empty(shape)
     elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ValueError(f"subdivide out: shape {out.shape} dtype {out.dtype}, expected C-contiguous {shape} float64")
-    pick(_apply_csr, stencil.vertex_count)(stencil.indptr, stencil.indices, stencil.weights,
-                                           src.reshape(src.shape[0], -1), out.reshape(shape[0], -1))
+    _apply_csr_call(stencil.indptr, stencil.indices, stencil.weights, src.reshape(src.shape[0], -1),
+               out.reshape(shape[0], -1))
     return out
 
 
@@ -180,16 +180,15 @@ class ClothSurface:
     def update(self, cloth: Any, *, strain: bool = False) -> None:
         """Refresh x, normal (and strain when asked) from the cloth's current positions, in place."""
         if self.stencil is not None:
-            pick(_apply_csr, self.x.shape[0])(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x,
-                                              self.x)
+            _apply_csr_call(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
         else:
             self.x[:] = cloth.x
-        pick(vertex_normals_into, self.x.shape[0])(self.triangles, self.x, self.normal)
+        vertex_normals_into_call(self.triangles, self.x, self.normal)
         if strain:
             _vertex_strain(cloth.link_i, cloth.link_j, cloth.link_rest, self._link_use, cloth.x, self.particle_strain)
             if self.stencil is not None:
-                pick(_apply_csr, self.x.shape[0])(self.stencil.indptr, self.stencil.indices, self.stencil.weights,
-                           self.particle_strain.reshape(-1, 1), self.strain.reshape(-1, 1))
+                _apply_csr_call(self.stencil.indptr, self.stencil.indices, self.stencil.weights,
+                                self.particle_strain.reshape(-1, 1), self.strain.reshape(-1, 1))
             else:
                 self.strain[:] = self.particle_strain
 
@@ -340,3 +339,5 @@ def _apply_csr_numpy(indptr, indices, weights, src, out):
 
 
 python_twin(_apply_csr, per_step=True, twin=_apply_csr_numpy)
+_apply_csr_call, vertex_normals_into_call = _apply_csr, vertex_normals_into   # the Python call sites' names
+called_from(__name__, _apply_csr, vertex_normals_into)

@@ -1,7 +1,7 @@
 """Window loop: pygame events → InputState, ``app.update(real_dt)`` on a real clock, draw, flip; camera controls.
 
 Opt-in: a game adds ``WindowPlugin()`` next to a renderer plugin (systems/render/gl.py). It inserts an
-``loom.engine.runner.WindowRunner`` whose ``open(app, args)`` the shared command line calls when ``--headless``
+``loom.launch.runner.WindowRunner`` whose ``open(app, args)`` the shared command line calls when ``--headless``
 is not given, so every game gets the same loop::
 
     each frame:  pygame events → InputState (mouse, buttons, keys this frame, wheel)
@@ -33,8 +33,9 @@ from typing import Any
 
 from loom.components import Camera
 from loom.components.render import InputState, RenderSettings
-from loom.engine import App, Stage, WindowRunner, show_compile_progress
-from loom.engine.runner import frame_capture, open_recorder, run_headless
+from loom.engine import App, Stage
+from loom.launch import WindowRunner, show_compile_progress
+from loom.launch.runner import frame_capture, open_recorder, run_headless
 from loom.engine.window import (FrameCapture, LoadingView, Window, WindowSettings, close_window, display_available,
                                 open_window)
 

@@ -18,6 +18,8 @@ import numba
 import numpy as np
 from numba.typed import List
 
+from loom.engine.persist import persistent
+
 BATCH_MIN_CLOTHS = 12
 """Fewest cloths a light kernel (integration, pins, checks) batches on one thread. A batched call costs
 about 3.8 µs more to set up (the typed lists) and saves about 0.25 µs of dispatch per cloth, so it
@@ -35,6 +37,7 @@ def batchable(clothes: Sequence[Any], *, heavy: bool = False, threads: int | Non
     return len(clothes) >= minimum and all(c.precision == "float64" for c in clothes)
 
 
+@persistent
 class Batch:
     """Typed lists of per-cloth arrays, one list per column of the rows given to ``update``."""
 

@@ -14,11 +14,19 @@ from loom.engine import App
 from loom.systems.shared.model_index import cloths_of
 
 
+_USES: dict[str, Callable[[App], bool]] = {}
+
+
 def uses_model(model: str) -> Callable[[App], bool]:
-    """Condition: some Cloth in the world uses ``model`` ("verlet", …); asks the model index (model_index.py)."""
-    def condition(app: App) -> bool:
-        return bool(cloths_of(app, model))
-    condition.__name__ = f"uses_{model}"
+    """Condition: some Cloth in the world uses ``model`` ("verlet", …); asks the model index (model_index.py).
+
+    One condition per model name: the systems of a model share it, so the App asks it once per stage and step."""
+    condition = _USES.get(model)
+    if condition is None:
+        def condition(app: App) -> bool:
+            return bool(cloths_of(app, model))
+        condition.__name__ = f"uses_{model}"
+        _USES[model] = condition
     return condition
 
 

@@ -16,10 +16,9 @@ a link between two such particles is skipped.
 Why Provot's limit needs more than passes. Provot (slides "Constraints on Deformation Rates" and
 "Disadvantages"; the seed text carries no section or equation numbers) sets each over-long spring
 back to (1 + τ_c)·l₀ and notes that "correcting one spring may overextend another" and that the
-"reiterative process does not always converge to a completely non-extended state". Measured: 10
-colour-order passes left a 32² hanging mass-spring sheet at 16.8 % under a 10 % limit (150 % at 64²),
-XPBD's 20 passes 12.4 % / 21.7 % on a compliant sheet. Exact targets converge only asymptotically,
-so no fixed pass count is enough. ``DeformationLimit.apply`` therefore, each substep:
+"reiterative process does not always converge to a completely non-extended state": a fixed number of
+colour-order passes leaves a hanging sheet over its limit, the more so the finer the mesh. Exact targets
+converge only asymptotically, so no fixed pass count is enough. ``DeformationLimit.apply`` therefore, each substep:
 
 1. pulls every free particle to within the shortest path of bounds from its nearest anchors
    (``_pull_toward_anchors``): a distance the links could never allow, removed in one sweep instead of
@@ -63,9 +62,10 @@ import numpy as np
 
 from loom.components import Cloth
 from loom.components.cloth import HELD
+from loom.engine.persist import persistent
 from loom.systems.shared.batch import Batch
 from loom.systems.shared.held import hold
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
 
 log = logging.getLogger("loom.limits")
 
@@ -73,17 +73,16 @@ MIN_LENGTH = 1e-12
 """Links shorter than this [m] have no direction and are left alone."""
 SLACK = 1e-12
 """Relative tolerance [-]: a link within [lo·(1 − SLACK), hi·(1 + SLACK)] counts as within bounds.
-Exact comparisons made the passes chase rounding: on a hanging 16×16 mass-spring sheet with a
-10 % limit, links 2e-15 over kept every one of 1000 passes busy and no pass ever came out clean."""
+Exact comparisons would make the passes chase rounding: links a few 1e-15 over would keep every pass busy
+and no pass would come out clean."""
 MIN_MOBILITY = 0.01
 """Smallest share [-] of its ends' inverse masses a link over its limit must keep once the parts of their moves into
 their contact surfaces are taken out (w = w_a (1 − e_a²) + w_b (1 − e_b²), e the link's direction along an end's
 contact normal); below it the link counts as held, like a link between two anchors. Sliding an end along its
 surface shortens a link pointing nearly along the surface normal only to second order: the projection's slide is
-the excess over √(1 − e²), so a link 0.01° from the normal of the one end that can move (the tablecloth under
-the table's rim after two minutes) slid that end 10⁵ m in one pass and exploded the cloth. Below 0.01 the link is
-held; above it, each end's slide is also cut to the link's excess (``_at_most``): second-order effects of a slide
-that steep are not small."""
+the excess over √(1 − e²), so a link 0.01° from the normal of the one end that can move would slide that end
+about 5,700 times its excess in one pass. Below 0.01 the link is held; above it, each end's slide is also cut to
+the link's excess (``_at_most``): second-order effects of a slide that steep are not small."""
 _HI = 1.0 + SLACK
 _LO = 1.0 - SLACK
 
@@ -91,36 +90,26 @@ SHRINK = 0.01
 """δ [-]: Provot's limit sets a link longer than its bound hi to (1 − δ)·hi (never below its rest length),
 not to hi. The margin is what makes the passes end (module docstring): each correction then removes a
 finite amount, so finitely many do, and the next substep's small stretch often fits in the margin; exact
-targets (δ = 0) converge only asymptotically. Measured on 300-step hangs from two corners (mass-spring
-defaults at 32² and 64², a compliant XPBD sheet with and without tethers) and the sheet benchmark's 64²
-mass-spring sheet: δ = 1e-3 needs 1.01 to 5.3× the link checks of δ = 1e-2, and the 64² XPBD sheet
-without tethers reached the bound of 100 passes' worth once. A corrected link ends 1 % or more under
-the limit; the springs or the XPBD solve stretch it back."""
+targets (δ = 0) converge only asymptotically; a smaller δ costs more link checks (docs/performance.md,
+"Moved from docstrings"). A corrected link ends 1 % or more under the limit; the springs or the XPBD solve
+stretch it back."""
 OVER_RELAX = 1.8
 """ω [-]: a correction goes ω times as far as (1 − δ)·hi, the overshoot capped (``OVER_RELAX_CAP``) and never
 below the rest length. Any ω in [1, 2) keeps the termination proof (module docstring); Gauss–Seidel carries
-a correction across the sheet in fewer checks when it anticipates the neighbour's pull-back. Measured (the
-hangs above): ω = 1 needs 1.03 to 2.6× the link checks of ω = 1.8. Energy: a hanging 16² mass-spring
-sheet's kinetic energy stays at most 0.96 of gravity's work with ω = 1.8 (1.03 with ω = 1, 1.11 with the
-former 10 plain passes), and the jittering 32² / 64² default hangs end with 1.5 / 6.2 J (ω = 1: 4.0 /
-21 J; former passes: 4.8 / 37.5 J)."""
+a correction across the sheet in fewer checks when it anticipates the neighbour's pull-back (the link checks
+and energies of ω = 1 and 1.8: docs/performance.md, "Moved from docstrings")."""
 OVER_RELAX_CAP = 0.1
 """γ [-]: the overshoot (ω − 1)·(l − (1 − δ)·hi) is at most (ω − 1)·γ·(1 − δ)·hi, so a link stretched far (a
 fast fall, an unstable integrator) is not folded back through itself; a corrected link ends within
 [(1 − (ω − 1)·γ)·(1 − δ)·hi, (1 − δ)·hi] = [0.911, 0.99]·hi, for τ_c = 10 % never shorter than at rest.
-Measured on the sheet benchmark's jittering 64² mass-spring sheet: γ = 0.02 needed 15.3 passes' worth of
-link checks per substep, 0.05 11.2, 0.1 8.4."""
+A smaller γ takes more link checks per substep."""
 INFEASIBLE_PASSES = 10
 """Most work [passes' worth of link checks] the limit spends in a substep whose anchors are too far apart
 for it to hold (it is unmet whatever it does), so a game dragging a grabbed particle beyond the limit keeps
-its frame rate. Measured, a 32² XPBD cotton sheet with tethers whose pinned corners are pulled 1.5× apart
-(the solver's tethers fight the limit there): 10 leave links at up to 335 % strain (32 ms/step), 20 at
-206 % (59 ms), 100 within the relaxed bound, 51 % (230 ms); the former 20 plain passes left 556 % (16 ms).
-A mass-spring sheet needs 2.6 on average there."""
+its frame rate: more passes bring the links closer to the relaxed bound at a cost proportional to them."""
 PULL_ANCHORS = 2
 """Anchors each free particle is pulled toward before the link corrections, the nearest along the links
-(``_pull_toward_anchors``). Measured, the sheet benchmark's jittering 64² mass-spring sheet hanging from two
-corners: 10.5 passes' worth of link checks per substep pulling toward the nearest, 8.6 toward both."""
+(``_pull_toward_anchors``): two take fewer link checks than the nearest alone, pulling toward all costs more."""
 _NO_CONTACT = np.zeros((0, 4))
 """``DeformationLimit.apply``'s contacts when the caller has none (a model without them: mass-spring)."""
 MAX_ANCHORS = 64
@@ -209,8 +198,8 @@ class DeformationLimit:
         over its limit in one substep mostly is in the next: the flag game's flag in every substep), whose own
         first pass checks every link, instead of checking every link twice. With none over it moves nothing there
         either (within their bounds, the links keep each particle within its anchors' reach), save a link within
-        rounding of its bound, which that pass (squared lengths) and ``_count_over`` (lengths) may judge apart: the
-        three games matched to the bit over 400 frames, but a 64² drape at 16 substeps can take another path."""
+        rounding of its bound, which that pass (squared lengths) and ``_count_over`` (lengths) may judge apart, so
+        the shortcut can change a result in its last bits."""
         self._hold()
 
     def apply(self, max_passes: int, inv_mass: np.ndarray, x: np.ndarray, contact: np.ndarray = _NO_CONTACT) -> bool:
@@ -240,9 +229,9 @@ class DeformationLimit:
         self.passes, self.over, self.excess, self.stretch = 0.0, 0, 0.0, 1.0
         if c == 0:
             return True
-        if not self.limited and pick(_count_over, x.shape[0])(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
+        if not self.limited and _count_over_call(self.link_i, self.link_j, self.link_hi, x)[0] == 0:
             self.passes = 1.0                            # every link checked once, none over: nothing to do
-            if pick(_anchors_changed, x.shape[0])(inv_mass, self.anchor_mask):
+            if _anchors_changed_call(inv_mass, self.anchor_mask):
                 self._find_reach()                       # but new anchors are found now, not in a later frame
             return True
         budget = min(max_passes, INFEASIBLE_PASSES)
@@ -282,7 +271,7 @@ class DeformationLimit:
         else:
             self.anchors = anchors
             self.distance = np.empty((anchors.shape[0], n))
-            pick(_anchor_distances, n)(anchors, self.link_i, self.link_j, self.link_hi, self.offsets, self.neighbours,
+            _anchor_distances_call(anchors, self.link_i, self.link_j, self.link_hi, self.offsets, self.neighbours,
                               self.distance)
             self.reach = np.ascontiguousarray(self.distance[:, anchors])
             m = min(PULL_ANCHORS, anchors.shape[0])
@@ -322,6 +311,7 @@ class LimitTables(NamedTuple):
     relaxed: np.ndarray
 
 
+@persistent
 class DeformationLimits:
     """Resource: each cloth's ``DeformationLimit``, keyed by the cloth, rebuilt when its link tables, bounds or
     particle count change (by identity: a table is replaced, never edited). Entries of cloths that no longer
@@ -351,6 +341,7 @@ class DeformationLimits:
         return {"by_cloth": {}}
 
 
+@persistent
 class LimitBatch:
     """Resource: the limits of many cloths run by one kernel call a substep (``apply_all``), a cloth per thread.
 
@@ -611,7 +602,8 @@ def limit_lengths(max_visits, link_i, link_j, link_hi, link_target, link_floor, 
 
 @numba.njit(cache=True)
 def _count_over(link_i, link_j, link_hi, x):
-    """(links longer than hi, largest l/hi − 1 among them [-]); link_hi (c,) [m], x (n, 3) [m]."""
+    """(links longer than hi, largest l/hi − 1 among them [-]); link_hi (c,) [m], x (n, 3) [m]: the test of
+    Provot 1995's limit, l ≤ hi = (1 + τ_c)·l₀."""
     over = 0
     excess = 0.0
     for k in range(link_i.shape[0]):
@@ -747,7 +739,7 @@ def _pull_toward_anchors(pull_anchor, pull_reach, inv_mass, x):
     No motion that keeps every limited link within its bound puts p farther from an anchor than the
     shortest path of bounds between them, so this only removes distance the links could never allow,
     in one sweep where link-by-link corrections carry it from the anchor one link at a time. The nearest
-    ``PULL_ANCHORS`` only: pulling toward every anchor (a flag's pinned edge of 22) cost 3× the limit."""
+    ``PULL_ANCHORS`` only: a pinned edge has many anchors, and each costs a sweep."""
     for p in range(x.shape[0]):
         if inv_mass[p] == 0.0:
             continue
@@ -770,9 +762,10 @@ def _pull_toward_anchors(pull_anchor, pull_reach, inv_mass, x):
 
 @numba.njit(cache=True)
 def _limit_substep(held, max_visits, relaxed_visits, inv_mass, x, contact):
-    """One substep of ``DeformationLimit.apply`` on its held ``LimitTables``: return (anchors changed, visits,
-    over, excess, stretch). When the particles of inverse mass 0 changed it returns at once, x untouched,
-    with the new ``anchor_mask``; the caller recomputes the anchors and calls again."""
+    """One substep of ``DeformationLimit.apply`` (Provot 1995's deformation limit, the module docstring's steps
+    1–4) on its held ``LimitTables``: return (anchors changed, visits, over, excess, stretch). When the particles
+    of inverse mass 0 changed it returns at once, x untouched, with the new ``anchor_mask``; the caller recomputes
+    the anchors and calls again."""
     t = held.value
     if _anchors_changed(inv_mass, t.anchor_mask):
         return True, 0, 0, 0.0, 1.0
@@ -814,4 +807,7 @@ def _anchors_changed_numpy(inv_mass, mask):
 
 python_twin(_count_over, per_step=True, twin=_count_over_numpy)
 python_twin(_anchors_changed, per_step=True, twin=_anchors_changed_numpy)
-python_twin(_anchor_distances)
+python_twin(_anchor_distances, size=lambda *args: args[-1].shape[1])    # its distance (anchors, n)
+_count_over_call, _anchors_changed_call = _count_over, _anchors_changed   # the Python call sites' names
+_anchor_distances_call = _anchor_distances
+called_from(__name__, _count_over, _anchors_changed, _anchor_distances)

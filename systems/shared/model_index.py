@@ -20,12 +20,15 @@ from __future__ import annotations
 from typing import Any
 
 from loom.components import Cloth
-from loom.engine import App, threads
+from loom.engine import App
+from loom.launch import threads
+from loom.engine.persist import persistent
 
 _NO_ROWS: list[tuple[int, Cloth]] = []
 _NO_CLOTHES: list[Cloth] = []
 
 
+@persistent
 class ClothIndex:
     """Resource: the live cloths grouped by model, rebuilt when ``App.query(Cloth)`` returns a new list.
 
@@ -54,22 +57,39 @@ class ClothIndex:
 
 def cloth_index(app: App) -> ClothIndex:
     """The App's ClothIndex, brought up to date with its world."""
-    index = app.init_resource(ClothIndex)
+    index = app.resources.get(ClothIndex)
     source = app.query(Cloth)
-    if source is not index.source:
-        index.refresh(source)
+    if index is None or source is not index.source:
+        index = _refreshed(app, source)
+    return index
+
+
+def _refreshed(app: App, source: list[tuple[int, Cloth]]) -> ClothIndex:
+    """The App's ClothIndex (made if it has none) grouped anew from ``source`` (``App.query(Cloth)``)."""
+    index = app.init_resource(ClothIndex)
+    index.refresh(source)
     return index
 
 
 def cloths_of(app: App, model: str) -> list[tuple[int, Cloth]]:
     """``[(entity, cloth), ...]`` of the cloths whose model is ``model``, entity order. Shared: read it, don't
-    change it (valid until a component is added or removed)."""
-    return cloth_index(app).rows.get(model, _NO_ROWS)
+    change it (valid until a component is added or removed). ``cloth_index`` written out: systems ask it every
+    step, and each Python call of a lookup counts (benchmarks/calls.py)."""
+    index = app.resources.get(ClothIndex)
+    source = app.query(Cloth)
+    if index is None or source is not index.source:
+        index = _refreshed(app, source)
+    return index.rows.get(model, _NO_ROWS)
 
 
 def clothes_of(app: App, model: str) -> list[Cloth]:
-    """The Cloth components whose model is ``model``, entity order. Shared like ``cloths_of``."""
-    return cloth_index(app).clothes.get(model, _NO_CLOTHES)
+    """The Cloth components whose model is ``model``, entity order. Shared like ``cloths_of`` (and written out
+    like it)."""
+    index = app.resources.get(ClothIndex)
+    source = app.query(Cloth)
+    if index is None or source is not index.source:
+        index = _refreshed(app, source)
+    return index.clothes.get(model, _NO_CLOTHES)
 
 
 def models_in_use(app: App) -> list[str]:
@@ -91,7 +111,7 @@ def forget_on_despawn(app: App, resource_type: type) -> None:
 
 
 def particles(app: App) -> int:
-    """The particles of the App's cloths: the work its parallel kernels would share (``loom.engine.threads.work``:
+    """The particles of the App's cloths: the work its parallel kernels would share (``loom.launch.threads.work``:
     a scene under ``MIN_PARTICLES`` runs on one thread)."""
     return sum(cloth.particle_count for _, cloth in cloth_index(app).source or ())
 

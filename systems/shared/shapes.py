@@ -6,13 +6,16 @@ collider's local frame, packed as in ``loom.components.ColliderSet``.
 """
 from __future__ import annotations
 
+import hashlib
 import math
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 
-from loom.components.collider import BOX, CAPSULE, CYLINDER, PLANE, PRISM, SPHERE
+from loom.components import collider
+from loom.components.collider import MESH, PRISM, SHAPES
 from loom.engine.geometry import closest_point_on_triangle
 
 
@@ -20,7 +23,7 @@ class Shapes(NamedTuple):
     """The colliders' shapes as ``sdf`` reads them (k colliders, as packed in ``ColliderSet``)."""
 
     kind: np.ndarray
-    """Shape kind, (k,) int32: PLANE … MESH (loom.components.collider)."""
+    """Shape kind, (k,) int32: ``Shape.code`` (loom.components.collider)."""
     params: np.ndarray
     """Shape numbers, (k, 4) [m]: as ``basic_sdf``'s a, b, c; prisms: half depth, first polygon row, row count."""
     polygons: np.ndarray
@@ -62,42 +65,78 @@ def pose(pose0, pose1, c, alpha, rot, pos):
         pos[a] = (1.0 - alpha) * pose0[c, 4 + a] + alpha * pose1[c, 4 + a]
 
 
+# --- the signed distance of each shape: one kernel per shape of ``collider.SHAPES``, registered for it ----------
+_DISTANCES: dict[type, Any] = {}
+"""Shape class → its basic signed-distance kernel (``distance_of``)."""
+
+
+def distance_of(shape: type) -> Callable[[Any], Any]:
+    """Decorator: register a numba kernel ``(a, b, c, lx, ly, lz) -> (d, nx, ny, nz)`` as the signed distance [m]
+    (negative inside) and unit outward normal of ``shape`` (a class of ``collider.SHAPES`` whose ``basic`` is True)
+    at the local point l [m], a, b, c being the first three numbers of its ``pack`` row. Scalars only, so it inlines
+    into the contact loops. ``basic_sdf`` dispatches to it by the shape's kind code."""
+    def register(kernel: Any) -> Any:
+        _DISTANCES[shape] = kernel
+        return kernel
+    return register
+
+
+@distance_of(collider.Plane)
 @numba.njit(cache=True)
-def is_basic(k):
-    """True for the shapes ``basic_sdf`` handles from three size numbers (all but prisms and meshes)."""
-    return k == PLANE or k == SPHERE or k == CAPSULE or k == BOX or k == CYLINDER
+def plane_sdf(a, b, c, lx, ly, lz):
+    """Half-space below the plane through the origin with unit normal (a, b, c): d = l·n."""
+    return lx * a + ly * b + lz * c, a, b, c
 
 
 @numba.njit(cache=True)
-def basic_sdf(k, a, b, c, lx, ly, lz):
-    """Signed distance [m] and unit outward normal (d, nx, ny, nz) of local point l for the shapes
-    given by three numbers: plane (a, b, c) its normal; sphere a radius; capsule and cylinder a
-    radius, b half length; box (a, b, c) half extents. Scalars only, so it inlines into ``sdf``'s callers."""
-    if k == PLANE:
-        return lx * a + ly * b + lz * c, a, b, c
-    if k == SPHERE or k == CAPSULE:
-        cy = min(max(ly, -b), b) if k == CAPSULE else 0.0
-        dx, dy, dz = lx, ly - cy, lz
-        d = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if d < 1e-12:
-            return d - a, 0.0, 1.0, 0.0
-        return d - a, dx / d, dy / d, dz / d
-    if k == BOX:
-        qx = abs(lx) - a
-        qy = abs(ly) - b
-        qz = abs(lz) - c
-        if qx <= 0.0 and qy <= 0.0 and qz <= 0.0:            # inside: leave by the nearest face
-            if qx >= qy and qx >= qz:
-                return qx, math.copysign(1.0, lx), 0.0, 0.0
-            if qy >= qz:
-                return qy, 0.0, math.copysign(1.0, ly), 0.0
-            return qz, 0.0, 0.0, math.copysign(1.0, lz)
-        ox = math.copysign(max(qx, 0.0), lx)
-        oy = math.copysign(max(qy, 0.0), ly)
-        oz = math.copysign(max(qz, 0.0), lz)
-        d = math.sqrt(ox * ox + oy * oy + oz * oz)
-        return d, ox / d, oy / d, oz / d
-    # cylinder
+def _ball(a, dx, dy, dz):
+    """Distance [m] of the offset (dx, dy, dz) from a ball of radius a about its centre, d = |offset| − a, and the
+    offset's unit direction (straight up when it vanishes)."""
+    d = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if d < 1e-12:
+        return d - a, 0.0, 1.0, 0.0
+    return d - a, dx / d, dy / d, dz / d
+
+
+@distance_of(collider.Sphere)
+@numba.njit(cache=True)
+def sphere_sdf(a, b, c, lx, ly, lz):
+    """Ball of radius a about the origin: d = |l| − a (straight up at the centre)."""
+    return _ball(a, lx, ly - 0.0, lz)
+
+
+@distance_of(collider.Capsule)
+@numba.njit(cache=True)
+def capsule_sdf(a, b, c, lx, ly, lz):
+    """Segment (0, ±b, 0) swept by a ball of radius a: d = |l − nearest segment point| − a."""
+    cy = min(max(ly, -b), b)
+    return _ball(a, lx, ly - cy, lz)
+
+
+@distance_of(collider.Box)
+@numba.njit(cache=True)
+def box_sdf(a, b, c, lx, ly, lz):
+    """Box of half extents (a, b, c) about the origin; inside, it is left by the nearest face."""
+    qx = abs(lx) - a
+    qy = abs(ly) - b
+    qz = abs(lz) - c
+    if qx <= 0.0 and qy <= 0.0 and qz <= 0.0:            # inside: leave by the nearest face
+        if qx >= qy and qx >= qz:
+            return qx, math.copysign(1.0, lx), 0.0, 0.0
+        if qy >= qz:
+            return qy, 0.0, math.copysign(1.0, ly), 0.0
+        return qz, 0.0, 0.0, math.copysign(1.0, lz)
+    ox = math.copysign(max(qx, 0.0), lx)
+    oy = math.copysign(max(qy, 0.0), ly)
+    oz = math.copysign(max(qz, 0.0), lz)
+    d = math.sqrt(ox * ox + oy * oy + oz * oz)
+    return d, ox / d, oy / d, oz / d
+
+
+@distance_of(collider.Cylinder)
+@numba.njit(cache=True)
+def cylinder_sdf(a, b, c, lx, ly, lz):
+    """Flat-ended cylinder of radius a along y, ends at y = ±b."""
     radial = math.sqrt(lx * lx + lz * lz)
     dr = radial - a
     dy = abs(ly) - b
@@ -111,6 +150,89 @@ def basic_sdf(k, a, b, c, lx, ly, lz):
         return dy, 0.0, math.copysign(1.0, ly), 0.0
     d = math.sqrt(dr * dr + dy * dy)                 # beyond the edge of an end
     return d, lx / radial * dr / d, math.copysign(dy, ly) / d, lz / radial * dr / d
+
+
+@distance_of(collider.Cone)
+@numba.njit(cache=True)
+def cone_sdf(a, b, c, lx, ly, lz):
+    """Capped cone along y: radius a at the base y = −c, b at the top y = +c. Exact: the solid is convex and
+    round, so its distance is the distance in the plane through the axis, (ρ, y) with ρ = √(x² + z²) ≥ 0, to the
+    half profile's three edges: the base (0, −c)–(a, −c), the side (a, −c)–(b, c) and the top (b, c)–(0, c).
+    Inside, the nearest of their lines (the largest signed distance); outside, the nearest point of the three
+    segments. The normal is that edge's, or ρ̂ = x̂ on the axis."""
+    rho = math.sqrt(lx * lx + lz * lz)
+    ux, uz = (lx / rho, lz / rho) if rho > 1e-12 else (1.0, 0.0)
+    length = math.sqrt(4.0 * c * c + (a - b) * (a - b))
+    sr, sy = 2.0 * c / length, (a - b) / length           # the side's outward normal (ρ, y)
+    base, top = -ly - c, ly - c
+    side = (rho - a) * sr + (ly + c) * sy
+    if base <= 0.0 and top <= 0.0 and side <= 0.0:        # inside: leave by the nearest face
+        if side >= base and side >= top:
+            return side, sr * ux, sy, sr * uz
+        if top >= base:
+            return top, 0.0, 1.0, 0.0
+        return base, 0.0, -1.0, 0.0
+    best, pr, py = 1e300, 0.0, 0.0                        # outside: the nearest point of the half profile
+    for e in range(3):
+        if e == 0:
+            ar, ay, vr, vy = 0.0, -c, a, 0.0
+        elif e == 1:
+            ar, ay, vr, vy = a, -c, b - a, 2.0 * c
+        else:
+            ar, ay, vr, vy = b, c, -b, 0.0
+        v2 = vr * vr + vy * vy
+        t = min(max(((rho - ar) * vr + (ly - ay) * vy) / v2, 0.0), 1.0) if v2 > 0.0 else 0.0
+        qr, qy = ar + t * vr, ay + t * vy
+        d2 = (rho - qr) * (rho - qr) + (ly - qy) * (ly - qy)
+        if d2 < best:
+            best, pr, py = d2, qr, qy
+    d = math.sqrt(best)
+    nr, ny = (rho - pr) / d, (ly - py) / d
+    return d, nr * ux, ny, nr * uz
+
+
+def _dispatch() -> tuple[Any, Any]:
+    """``basic_sdf`` and ``is_basic`` generated from ``collider.SHAPES``: one explicit branch per basic shape's kind
+    code, calling the kernel registered for it (``distance_of``), so a shape appended to the table is reached, and a
+    basic shape with no registered distance is refused here, at import (RuntimeError). Compiled as if written in
+    this file (numba caches them with it, under a name that carries the table's fingerprint)."""
+    basic = [shape for shape in SHAPES if shape.basic]
+    missing = [shape.__name__ for shape in basic if shape not in _DISTANCES]
+    if missing:
+        raise RuntimeError(f"no signed distance registered for the collider shape(s) {', '.join(missing)}: "
+                           f"decorate one with @distance_of(<shape>) in loom.systems.shared.shapes")
+    namespace = {"__name__": __name__, "math": math}
+    lines = ["def basic_sdf(k, a, b, c, lx, ly, lz):"]
+    for shape in basic:
+        name = f"_{shape.__name__.lower()}_sdf_{shape.code}"
+        namespace[name] = _DISTANCES[shape]
+        lines += [f"    if k == {shape.code}:                 # {shape.__name__}",
+                  f"        return {name}(a, b, c, lx, ly, lz)"]
+    lines += ["    return math.nan, 0.0, 0.0, 0.0        # no basic shape has this code: NaN, not another shape's",
+              "",
+              "",
+              "def is_basic(k):",
+              "    return " + " or ".join(f"k == {shape.code}" for shape in basic)]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, __file__, "exec"), namespace)
+    table = hashlib.sha256(source.encode()).hexdigest()[:12]   # numba files a cached kernel by its qualified name:
+    made = []                                                  # a changed table is a kernel of its own
+    for name, doc in (("basic_sdf", _BASIC_SDF_DOC), ("is_basic", _IS_BASIC_DOC)):
+        function = namespace[name]
+        function.__doc__ = doc
+        function.__qualname__ = f"{name}_{table}"
+        made.append(numba.njit(cache=True)(function))
+    return made[0], made[1]
+
+
+_BASIC_SDF_DOC = """Signed distance [m] and unit outward normal (d, nx, ny, nz) of local point l for a shape whose
+``basic`` is True, of kind code k and sizes a, b, c (its ``pack`` row): the kernel registered for it
+(``distance_of``), by an explicit branch per kind code (generated from ``collider.SHAPES``). NaN for a code no basic
+shape has (the callers test ``is_basic`` first). Scalars only, so it inlines into ``sdf``'s callers."""
+_IS_BASIC_DOC = """True for the kind codes ``basic_sdf`` handles from three size numbers (every shape of
+``collider.SHAPES`` whose ``basic`` is True)."""
+
+basic_sdf, is_basic = _dispatch()
 
 
 @numba.njit(cache=True)
@@ -130,9 +252,11 @@ def sdf(shapes, c, lx, ly, lz, out):
                                                    lx, ly, lz)
     elif k == PRISM:
         _prism_sdf(shapes.params, c, shapes.polygons, lx, ly, lz, out)
-    else:
+    elif k == MESH:
         _mesh_sdf(shapes.mesh[c], shapes.mv, shapes.mt, shapes.minfo, shapes.mcell, shapes.mcelltri, lx, ly, lz,
                   out)
+    else:                                            # no shape has this code: NaN, not another shape's
+        out[0], out[1], out[2], out[3] = math.nan, 0.0, 0.0, 0.0
 
 
 @numba.njit(cache=True)

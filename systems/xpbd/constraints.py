@@ -37,12 +37,14 @@ from numba import prange
 
 from loom.components import STRETCH, Cloth, Tearable
 from loom.engine import App
-from loom.engine.cold_kernels import pick, python_twin
-from loom.systems.shared.batch import BATCH_MIN_CLOTHS, Batch, batchable, revisions
+from loom.launch.cold_kernels import called_from, python_twin
+from loom.engine.persist import persistent
+from loom.systems.shared.batch import Batch, batchable, revisions
 from loom.systems.shared.distance_limits import DeformationLimits, LimitBatch
 from loom.systems.shared.held import Held, hold
-from loom.systems.shared.model_index import clothes_of
+from loom.systems.shared.model_index import cloths_of, clothes_of
 from loom.systems.shared.plan import Call, Plan, run
+from loom.systems.xpbd.data import XPBDClothData, XPBDData, prune_torn
 from loom.systems.xpbd.predict import MODEL
 from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_group, touches
 
@@ -142,6 +144,7 @@ def limit_links(app: App, h: float) -> Plan:
                 for cloth, limit in work])
 
 
+@persistent
 class ProvotBounds:
     """Resource: each tearable cloth's link bounds with Provot's strain limit alone (no stretch limit), (c,) [m],
     kept while its link table and limit stay the same (the deformation limit rebuilds its tables for a new array).
@@ -227,9 +230,10 @@ _NO_YARNS = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(1, np.int64)
              np.zeros((0, SCRATCH)))
 
 
-def _constraint_arrays(cloth: Cloth, yarns_on: bool) -> Held:
-    """``cloth``'s current arrays as a held ``ConstraintArrays`` (its bend quads only for bend_model="dihedral",
-    its yarns only with ``yarns_on``: built here, whenever the tables are rebuilt)."""
+def _constraint_arrays(cloth: Cloth, data: XPBDClothData, yarns_on: bool) -> Held:
+    """``cloth``'s current arrays and XPBD's ``data`` of it (multipliers, tethers) as a held ``ConstraintArrays``
+    (its bend quads only for bend_model="dihedral", its yarns only with ``yarns_on``: built here, whenever the
+    tables are rebuilt)."""
     bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
     yarns = _NO_YARNS
     offsets = cloth.link_color_offsets
@@ -242,18 +246,22 @@ def _constraint_arrays(cloth: Cloth, yarns_on: bool) -> Held:
     return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, offsets,
                                  np.ascontiguousarray(sweep_end, np.int64), cloth.bend_quads, cloth.bend_rest_angle,
                                  bend_offsets,
-                                 cloth.tether_offsets, cloth.tether_anchor, cloth.tether_length,
-                                 cloth.inv_mass, cloth.x, cloth.link_lambda, cloth.bend_lambda, *yarns,
+                                 data.tether_offsets, data.tether_anchor, data.tether_length,
+                                 cloth.inv_mass, cloth.x, data.link_lambda, data.bend_lambda, *yarns,
                                  cloth.contact, cloth.x_prev))
 
 
+@persistent
 class ConstraintTables:
     """Resource: each XPBD cloth's held ``ConstraintArrays``, rebuilt only when the cloth has replaced an array
-    (its ``revision``; a snapshot load, which restores the revision with new arrays, by ``x``'s identity)
-    or changed bend model or ``yarns``; arrays changed in place need nothing. Snapshots save it empty (derived data)."""
+    (its ``revision``; a snapshot load, which restores the revision with new arrays, by ``x``'s identity), its
+    XPBD data has new tether tables (``XPBDClothData.revision``), or it changed bend model or ``yarns``; arrays
+    changed in place need nothing. Snapshots save it empty (derived data)."""
 
     def __init__(self) -> None:
-        self.by_cloth: dict[int, tuple[Cloth, int, np.ndarray, str, Held]] = {}
+        self.by_cloth: dict[int, tuple] = {}
+        self.data: XPBDData | None = None
+        """The App's ``XPBDData`` (set by ``refresh_tethers`` each step): each cloth's multipliers and tethers."""
         self.plain: set[int] = set()
         """ids of the cloths solved without yarns this step although ``cloth.yarns`` is on: those that can tear (an
         active ``Tearable``; refreshed at each step's first substep). A cloth tears where links stay overstretched;
@@ -264,14 +272,24 @@ class ConstraintTables:
         return cloth.yarns and id(cloth) not in self.plain
 
     def get(self, cloth: Cloth) -> Held:
-        """``cloth``'s held ``ConstraintArrays``, up to date."""
+        """``cloth``'s held ``ConstraintArrays``, up to date (RuntimeError before the App's first step)."""
+        if self.data is None:
+            raise RuntimeError("ConstraintTables.get: step the App first (refresh_tethers binds the XPBD data)")
+        data = self.data.of(cloth)
         entry = self.by_cloth.get(id(cloth))
         options = (cloth.material.bend_model, self.uses_yarns(cloth))
         if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x \
-                or entry[3] != options or entry[5] is not cloth.x_prev:
-            entry = (cloth, cloth.revision, cloth.x, options, _constraint_arrays(cloth, options[1]), cloth.x_prev)
+                or entry[3] != options or entry[5] is not cloth.x_prev or entry[6] is not data \
+                or entry[7] != data.revision:
+            entry = (cloth, cloth.revision, cloth.x, options, _constraint_arrays(cloth, data, options[1]), cloth.x_prev,
+                     data, data.revision)
             self.by_cloth[id(cloth)] = entry
         return entry[4]
+
+    def tables_key(self, cloth: Cloth) -> tuple:
+        """What the held arrays of ``cloth`` depend on beyond its ``revision``: bend model, yarns, its XPBD data."""
+        data = self.data.of(cloth)
+        return cloth.material.bend_model, self.uses_yarns(cloth), id(data), data.revision
 
     def keep_only(self, clothes: list[Cloth]) -> None:
         """Forget the structs of cloths not in ``clothes`` (despawned), so their arrays can be freed."""
@@ -281,9 +299,10 @@ class ConstraintTables:
 
     def __getstate__(self) -> dict:
         """Saved empty: held structs do not pickle, and a loaded world rebuilds them at its first step."""
-        return {"by_cloth": {}, "plain": set()}
+        return {"by_cloth": {}, "plain": set(), "data": None}
 
 
+@persistent
 class ConstraintBatch:
     """Resource: the small XPBD cloths as one batch (systems/shared/batch.py), solved a cloth per thread."""
 
@@ -296,7 +315,7 @@ class ConstraintBatch:
 
     def update(self, clothes: list[Cloth], tables: ConstraintTables) -> None:
         """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
-        key = (revisions(clothes), tuple((c.material.bend_model, tables.uses_yarns(c)) for c in clothes))
+        key = (revisions(clothes), tuple(tables.tables_key(c) for c in clothes))
         (self.clothes,) = self.batch.update(key, lambda: [(tables.get(c),) for c in clothes])
         if self.iterations.shape[0] != len(clothes):
             self.iterations = np.zeros(len(clothes), np.int64)
@@ -312,33 +331,23 @@ class ConstraintBatch:
 
 
 def refresh_tethers(app: App, dt: float) -> None:
-    """Rebuild a cloth's tethers when its set of anchors (particles of inverse mass 0) has changed."""
-    clothes = [cloth for cloth in clothes_of(app, MODEL) if cloth.tethers]
-    if len(clothes) >= BATCH_MIN_CLOTHS:                  # one call compares every cloth's anchors
-        batch = app.init_resource(AnchorBatch)
-        if batch.changed.shape[0] != len(clothes):
-            batch.changed = np.zeros(len(clothes), np.bool_)
-        _anchors_changed_batch(*batch.update(revisions(clothes),
-                                             lambda: [(c.inv_mass, c.tether_anchor_mask) for c in clothes]),
-                               batch.changed)
-        changed = [c for c, maybe in zip(clothes, batch.changed) if maybe]
-    else:
-        changed = [c for c in clothes if pick(_anchors_changed, c.inv_mass.shape[0])(c.inv_mass, c.tether_anchor_mask)]
-    for cloth in changed:
+    """Make each XPBD cloth's solver data when the model first meets it (``XPBDData``); rebuild a cloth's tethers
+    when its change signal (``Cloth.changes``) moved and its anchors (particles of inverse mass 0) are not those the
+    tethers were built for, then prune a torn cloth's (``data.prune_torn``)."""
+    store = app.init_resource(XPBDData)
+    app.init_resource(ConstraintTables).data = store     # the substep systems' held arrays read it
+    for entity, cloth in cloths_of(app, MODEL):
+        data = store.get(entity, cloth)
+        if not cloth.tethers or data.seen_changes == cloth.changes:
+            continue
+        data.seen_changes = cloth.changes
+        if not _anchors_changed_call(cloth.inv_mass, data.tether_anchor_mask):
+            continue
         anchors = cloth.inv_mass == 0.0
-        cloth.tether_anchor_mask = anchors
-        build = pick(_build_tethers, cloth.rest_x.shape[0])
-        offsets, anchor, length = build(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32), cloth.inv_mass,
-                                        cloth.tether_count)
-        cloth.assign(tether_offsets=offsets, tether_anchor=anchor, tether_length=length)   # sizes change together
-
-
-class AnchorBatch(Batch):
-    """Resource: every tethered cloth's inverse masses and anchor mask, compared in one call."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.changed = np.zeros(0, np.bool_)
+        offsets, anchor, length = _build_tethers_call(cloth.rest_x, np.flatnonzero(anchors).astype(np.int32),
+                                                 cloth.inv_mass, cloth.tether_count)
+        data.set_tethers(anchors, offsets, anchor, length)          # sizes change together
+        prune_torn(data, cloth, app.try_get(entity, Tearable))
 
 
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
@@ -614,13 +623,6 @@ def _anchors_changed(inv_mass, mask):
 
 
 @numba.njit(cache=True)
-def _anchors_changed_batch(inv_mass, mask, changed):
-    """changed[c] = ``_anchors_changed`` of cloth c of a batch (typed lists)."""
-    for c in range(len(mask)):
-        changed[c] = _anchors_changed(inv_mass[c], mask[c])
-
-
-@numba.njit(cache=True)
 def _build_tethers(rest_x, anchors, inv_mass, count):
     """Tether each free particle to its ``count`` nearest anchors in the rest shape (Kim et al. 2012).
 
@@ -655,7 +657,7 @@ def _build_tethers(rest_x, anchors, inv_mass, count):
     return offsets, anchor, length
 
 
-python_twin(_build_tethers)      # a small cloth's tethers are built in Python on a cold launch (cold_kernels)
+python_twin(_build_tethers, size=lambda rest_x, *args: rest_x.shape[0])   # Python for a small cloth on a cold launch
 
 
 def _anchors_changed_numpy(inv_mass, mask):
@@ -664,3 +666,5 @@ def _anchors_changed_numpy(inv_mass, mask):
 
 
 python_twin(_anchors_changed, per_step=True, twin=_anchors_changed_numpy)
+_build_tethers_call, _anchors_changed_call = _build_tethers, _anchors_changed   # the Python call sites' names
+called_from(__name__, _build_tethers, _anchors_changed)

@@ -15,6 +15,7 @@ from numba import prange
 
 from loom.components import Cloth, Gravity
 from loom.engine import App
+from loom.engine.persist import persistent
 from loom.systems.shared.batch import Batch, batchable, revisions
 from loom.systems.shared.model_index import clothes_of
 from loom.systems.shared.plan import Plan, run
@@ -23,6 +24,7 @@ MODEL = "xpbd"
 """The ``Cloth.model`` this package steps (registered in ``loom.systems.registry``)."""
 
 
+@persistent
 class IntegrationBatch:
     """Resource: the XPBD cloths' particle arrays as one batch (systems/shared/batch.py), with each cloth's
     damping, for worlds of many cloths."""
@@ -91,21 +93,6 @@ def update_velocities(app: App, h: float) -> Plan:
     return run(calls)
 
 
-def clear_forces(app: App, dt: float) -> None:
-    """Zero the external force accumulators after each step (writers add to them every step)."""
-    clothes = [cloth for _, cloth in app.query(Cloth)]
-    if batchable(clothes):
-        batch = app.init_resource(ForceBatch)
-        _zero_batch(*batch.update(revisions(clothes), lambda: [(c.force,) for c in clothes]))
-        return
-    for cloth in clothes:
-        cloth.force.fill(0.0)
-
-
-class ForceBatch(Batch):
-    """Resource: every cloth's force accumulator as one batch, zeroed in one call."""
-
-
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
 @numba.njit(cache=True)
 def _predict(inv_mass, force, gx, gy, gz, h, x, v, x_prev):
@@ -130,13 +117,6 @@ def _update(x, x_prev, inv_h, decay, v):
     for p in range(x.shape[0]):
         for c in range(3):
             v[p, c] = (x[p, c] - x_prev[p, c]) * inv_h * decay
-
-
-@numba.njit(cache=True)
-def _zero_batch(arrays):
-    """Fill every array of a batch with 0."""
-    for c in range(len(arrays)):
-        arrays[c][:] = 0.0
 
 
 @numba.njit(cache=True, parallel=True)

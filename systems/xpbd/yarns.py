@@ -37,7 +37,7 @@ import numpy as np
 from numba.core.cpu import CPUTargetOptions
 
 from loom.components.cloth import HELD, STUCK
-from loom.engine.cold_kernels import pick, python_twin
+from loom.launch.cold_kernels import called_from, python_twin
 from loom.engine.coloring import color_groups
 
 STRAIGHT = 0.7
@@ -98,9 +98,8 @@ def build_yarns(link_i: np.ndarray, link_j: np.ndarray, stretch: np.ndarray, res
     n = rest_x.shape[0]
     degree = np.bincount(link_i[stretch], minlength=n) + np.bincount(link_j[stretch], minlength=n)
     starts = np.argsort(degree, kind="stable")       # line ends first: fewest stretch links
-    walk = pick(_walk, n)
-    particles, links, offsets = walk(link_i, link_j, stretch, np.ascontiguousarray(rest_x, np.float64),
-                                     starts.astype(np.int64), STRAIGHT)
+    particles, links, offsets = _walk_call(link_i, link_j, stretch, np.ascontiguousarray(rest_x, np.float64),
+                                      starts.astype(np.int64), STRAIGHT)
     order, color_offsets = color_groups(particles, offsets, n)
     sizes = np.diff(offsets)[order]
     new_offsets = np.zeros(order.shape[0] + 1, np.int64)
@@ -225,7 +224,10 @@ def _extend(prev, here, link, link_i, link_j, rest_x, start, adjacent, used, str
 
 
 python_twin(_extend)
-python_twin(_walk, _extend)     # a small cloth's yarns are walked in Python on a cold launch
+python_twin(_walk, _extend, size=lambda link_i, link_j, stretch, rest_x, *args: rest_x.shape[0])
+_walk_call = _walk
+called_from(__name__, _walk)     # a small cloth's yarns are walked in Python on a cold launch
+
 
 @numba.njit(cache=True, error_model="numpy")
 def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,

@@ -19,10 +19,13 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from loom.engine.persist import persistent
+
 FREE, NORMAL, FIXED = 0, 1, 3
 """Filter kinds (eq. 13): the number of constrained directions of a particle (3 − ndof)."""
 
 
+@persistent
 class BlockPattern(NamedTuple):
     """Block CSR layout of an n×n matrix of 3×3 blocks (§2.3), built once per topology; kernels take it held."""
 
@@ -42,6 +45,7 @@ class BlockPattern(NamedTuple):
         return int(self.indices.shape[0])
 
 
+@persistent
 class Constraints(NamedTuple):
     """A step's constraints (§5.1), one row per particle: the filter S, z and y."""
 
@@ -55,6 +59,7 @@ class Constraints(NamedTuple):
     """Position alteration (eq. 17), (n, 3) [m]."""
 
 
+@persistent
 class PcgScratch(NamedTuple):
     """modified_pcg's work vectors (§5.3), (n, 3) each."""
 

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from loom.engine.persist import persistent
 from loom.systems.models.implicit.block_sparse import FIXED, FREE, NORMAL, zero_vectors
 from loom.systems.shared.shapes import pose, sdf
 
@@ -85,6 +86,7 @@ class Colliders(NamedTuple):
     """Triangles listed per grid cell, int32."""
 
 
+@persistent
 class Contacts(NamedTuple):
     """Each particle's collider contact (one per particle), kept across steps."""
 
@@ -115,6 +117,7 @@ class Contacts(NamedTuple):
                    force=np.zeros(n), impulse=np.zeros((n, 3)))
 
 
+@persistent
 class StepVectors(NamedTuple):
     """One (sub)step's particle vectors, (n, 3) each."""
 

@@ -38,6 +38,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from loom.engine.persist import persistent
+
 DEGENERATE = 1e-12
 """Lengths [m] (‖w‖, |E|) below which an element's derivatives are skipped for that step."""
 EXACT, CLAMPED, SCALED = 0, 1, 2
@@ -45,6 +47,7 @@ EXACT, CLAMPED, SCALED = 0, 1, 2
 
 
 # --- what the kernels take, packed -------------------------------------------------------------------
+@persistent
 class RestShape(NamedTuple):
     """A cloth's rest data as the conditions use it, built once per topology (ImplicitWorkspace)."""
 
@@ -110,6 +113,7 @@ class Loads(NamedTuple):
     """Air drag −m·drag·v [1/s] (§4.4, the material's damping)."""
 
 
+@persistent
 class LinearSystem(NamedTuple):
     """The step's matrices and vectors, (eq. 18): A·Δv = b; block values on a BlockPattern."""
 

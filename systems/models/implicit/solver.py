@@ -40,6 +40,7 @@ import numpy as np
 
 from loom.components import Cloth, ColliderSet, Gravity, ImplicitSettings, Pin
 from loom.engine import App, Stage
+from loom.engine.persist import persistent
 from loom.systems.models.implicit.block_sparse import (BlockPattern, Constraints, PcgScratch, build_pattern,
                                                        modified_pcg, multiply_add, residual)
 from loom.systems.shared.conditions import uses_model
@@ -74,6 +75,7 @@ CONTACT_KEEP_FRACTION = 0.5
 """An existing contact is kept while its particle is within reach + this × the cloth's thickness."""
 
 
+@persistent
 class HeldParts(NamedTuple):
     """A workspace's named tuples, each held once for the kernels (``loom.systems.shared.held``)."""
 
@@ -86,6 +88,7 @@ class HeldParts(NamedTuple):
     pcg: Held
 
 
+@persistent
 class ImplicitWorkspace:
     """One implicit cloth's solver state: block pattern, matrix values and every per-step vector.
 
@@ -184,6 +187,7 @@ class ImplicitWorkspace:
         return self.contacts.mode
 
 
+@persistent
 class ImplicitWorkspaces:
     """App resource: the ImplicitWorkspace of each implicit cloth, by entity, and the step's held Colliders."""
 

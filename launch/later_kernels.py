@@ -6,7 +6,7 @@ the cape) and a thread trial's parallel kernels each load theirs when they first
 game's frame: a visible stall on a warm cache, seconds of compiling on a cold one. Which kernels those are is only known
 by running the scene, so it is recorded: after an App's first step, every Loom kernel signature loaded from numba's
 cache or compiled is appended to the scene's *later list*, a small file in numba's cache folder (``NUMBA_CACHE_DIR``,
-else ``engine/__pycache__``) named after the scene (the program and the App's systems). At the next launch, the App's
+else ``launch/__pycache__``) named after the scene (the program and the App's systems). At the next launch, the App's
 first step (``prepare``) loads every kernel of that list first: the first frame pays for them and the frames after it
 load nothing. An empty cache has no list (it lives with the cache), a stale entry is skipped, and at most
 ``MAX_ENTRIES`` are kept (the newest).
@@ -24,8 +24,8 @@ from typing import Any
 
 from numba.core import event
 
-from loom.engine import kernel_cache
-from loom.engine.compile_ahead import Entry, _dispatchers, _rows, _safe_loads
+from loom.launch import cold_kernels, kernel_cache
+from loom.launch.compile_ahead import Entry, _dispatchers, _rows, _safe_loads
 
 ENV_VAR = "LOOM_LATER_KERNELS"
 """Environment variable: "0" turns the later lists off."""
@@ -100,7 +100,7 @@ def read(path: Path) -> list[Entry]:
 
 
 class Record:
-    """One App's part in the later lists (held by ``loom.engine.step_boundary`` with the App's other per-step
+    """One App's part in the later lists (held by ``loom.launch.step_boundary`` with the App's other per-step
     state, so it goes with the App)."""
 
     __slots__ = ("saved",)
@@ -120,7 +120,7 @@ def prepare(app: Any) -> int:
     found: dict[tuple[str, str], Any] | None = None
     done = 0
     for e in entries:
-        kernel = getattr(sys.modules.get(e.module), e.qualname, None)
+        kernel = cold_kernels.kernel_named(e.module, e.qualname)     # its name may be bound to a twin
         if not hasattr(kernel, "overloads"):
             if found is None:
                 found = _dispatchers()               # kernels not bound to a module name (contact variants)

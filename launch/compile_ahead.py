@@ -8,7 +8,7 @@ name and argument types, split into those of the first frame (the build, the fir
 of the next 60 frames (contacts, the coupling). ``start(path)`` launches a second process that compiles the list into
 numba's on-disk cache, in the order that meets the game's own compiling halfway: the first frame's kernels from the last
 to the first (the game compiles from the first), then the later ones from the last, then the kernels the game runs as
-NumPy or Python on a cold launch (``loom.engine.cold_kernels``: the per-step ones, which it runs so only while the
+NumPy or Python on a cold launch (``loom.launch.cold_kernels``: the per-step ones, which it runs so only while the
 worker is at work, then the set-up ones). The game loads each kernel the worker compiled before it needed it instead of
 compiling it (numba looks in its cache first); nothing else is shared, so a stale or missing list only costs time. The
 two processes mark the kernel each is compiling (a file per kernel in a temporary folder, gone once numba saved it): the
@@ -17,7 +17,7 @@ compiling it a second time; the worker leaves a kernel the game is compiling for
 
 ``start`` does nothing when every listed kernel is already in the cache (a warm launch pays two stat calls per
 kernel), on a one-core machine, or with ``LOOM_COMPILE_AHEAD=0``; the worker exits with the game. The games pass
-their list to ``run_app(kernels=...)``; ``loom.engine.compile_ahead.record("mygame", "mygame.kernels")`` writes one
+their list to ``run_app(kernels=...)``; ``loom.launch.compile_ahead.record("mygame", "mygame.kernels")`` writes one
 for a game module with a ``main(argv)`` (about a minute and a half: two cold runs), ``python -m loom.games
 --kernel-lists`` all of the demos'.
 
@@ -45,10 +45,10 @@ from typing import Any
 
 from numba.core import event
 
-from loom.engine import cold_kernels
-from loom.engine.kernel_cache import is_loom_function
+from loom.launch import cold_kernels
+from loom.launch.kernel_cache import is_loom_function
 
-COMMAND = "import sys; from loom.engine import compile_ahead; sys.exit(compile_ahead.main(sys.argv[1:]))"
+COMMAND = "import sys; from loom.launch import compile_ahead; sys.exit(compile_ahead.main(sys.argv[1:]))"
 """Python source the worker's and the recorder's processes run (``python -c COMMAND work LIST``: ``main``)."""
 
 ENV_VAR = "LOOM_COMPILE_AHEAD"
@@ -235,11 +235,10 @@ def _dispatchers() -> dict[tuple[str, str], Any]:
 def missing(entries: Sequence[Entry]) -> int:
     """How many of ``entries`` name a kernel of an imported module (an attribute of it) that numba's on-disk
     cache has no index for: what a launch would compile."""
-    from loom.engine.cold_kernels import cached
     count = 0
     for e in entries:
-        kernel = getattr(sys.modules.get(e.module), e.qualname, None)
-        if kernel is not None and hasattr(kernel, "py_func") and not kernel.signatures and not cached(kernel):
+        kernel = cold_kernels.kernel_named(e.module, e.qualname)       # its name may be bound to a twin
+        if kernel is not None and hasattr(kernel, "py_func") and not cold_kernels.ready(kernel):
             count += 1
     return count
 
@@ -253,7 +252,7 @@ def first_frame_ready() -> float | None:
         return None
     ready = total = 0
     for e in _first_frame:
-        kernel = getattr(sys.modules.get(e.module), e.qualname, None)
+        kernel = cold_kernels.kernel_named(e.module, e.qualname)
         if kernel is not None and cold_kernels.ENABLED and cold_kernels.has_twin(kernel):
             continue                                  # a twin stands in for it (set-up or per-step)
         total += 1
@@ -346,7 +345,7 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         return None
     if not missing(first + later):
         return None
-    from loom.engine import kernel_cache
+    from loom.launch import kernel_cache
     _recorded.update({(e.module, e.qualname): e.seconds for e in first + later})
     _first_frame[:] = list(dict.fromkeys(first))
     _markers = Path(tempfile.mkdtemp(prefix="loom-compiling-"))

@@ -1,6 +1,6 @@
 """Moving pictures of a run, written as it goes: an animated GIF (Pillow) or an MP4 (imageio, bundled ffmpeg).
 
-Every game's ``--record out.gif`` (``loom.engine.runner``) grabs a frame from the game's own renderer every
+Every game's ``--record out.gif`` (``loom.launch.runner``) grabs a frame from the game's own renderer every
 few fixed steps and hands it to a writer as it goes, so a long run never holds its frames in memory::
 
     with GifWriter("run.gif", fps=20, scale=0.5) as gif:       # 20 frames a second, half size

@@ -13,7 +13,7 @@ hashing module's symbols registered — the only runtime symbols numba registers
 imports; the rest are registered when the target context is created, and the parallel runtime's by the cached
 function's own ``reload_init``. Other functions (a game's own kernels) load as numba always does.
 
-``import loom.engine`` installs it. Set ``LOOM_FAST_KERNEL_LOAD=0`` to leave numba untouched. When numba's
+``import loom.launch`` installs it. Set ``LOOM_FAST_KERNEL_LOAD=0`` to leave numba untouched. When numba's
 cache class does not look the way this was written for (another numba version), nothing is changed.
 """
 from __future__ import annotations
@@ -30,12 +30,12 @@ _original: Callable[..., Any] | None = None
 miss_hooks: list[Callable[[Any], bool]] = []
 """Called as ``hook(cache)`` when a Loom kernel is not in numba's cache (``cache`` is numba's ``Cache`` of it); a
 hook that returns True has seen it put there since (the compile-ahead worker finished compiling it,
-``loom.engine.compile_ahead``), and the load is tried once more instead of compiling it a second time."""
+``loom.launch.compile_ahead``), and the load is tried once more instead of compiling it a second time."""
 
 
 load_hooks: list[Callable[[Any, Any], None]] = []
 """Called as ``hook(py_func, sig)`` after a Loom kernel's signature ``sig`` was loaded from numba's cache (the
-later-kernels record, ``loom.engine.later_kernels``, notes the loads of a scene's later frames)."""
+later-kernels record, ``loom.launch.later_kernels``, notes the loads of a scene's later frames)."""
 
 
 def is_loom_function(py_func: Any) -> bool:
@@ -62,7 +62,7 @@ def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
         with self._guard_against_spurious_io_errors():
             loaded = self._load_overload(sig, target_context)
     if loaded is not None:
-        from loom.engine.compile_progress import note_loaded
+        from loom.launch.compile_progress import note_loaded
         note_loaded(self._py_func.__qualname__)
         for hook in list(load_hooks):
             hook(self._py_func, sig)

@@ -42,7 +42,7 @@ class CompileProgress(event.Listener):
         """Functions expected to compile from ``expect()`` on (None: unknown, no fraction)."""
         self.elsewhere: Callable[[], float | None] | None = None
         """How far along the first frame's kernels are counting another process's compiles, 0–1 or None
-        (``loom.engine.compile_ahead.first_frame_ready``, set by ``run_app`` when its worker runs)."""
+        (``loom.launch.compile_ahead.first_frame_ready``, set by ``run_app`` when its worker runs)."""
         self._base = 0
 
     def expect(self, count: int | None) -> None:
@@ -131,7 +131,7 @@ _listener: CompileProgress | None = None
 
 def note_loaded(name: str) -> None:
     """A Loom kernel was loaded from numba's cache: during a first launch (after a compile began) it counts as
-    one more function prepared, for the kernels the compile-ahead worker compiled (``loom.engine.compile_ahead``)
+    one more function prepared, for the kernels the compile-ahead worker compiled (``loom.launch.compile_ahead``)
     to move the progress on too. A warm launch (nothing compiled yet) is left silent."""
     if _listener is not None and _listener.started is not None:
         _listener.advance(time.perf_counter(), "loaded", name)

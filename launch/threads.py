@@ -8,7 +8,7 @@ turns with the thread that has the real work, and a frame can cost many times wh
 thread (docs/performance.md, "Threads"). With ``OMP_WAIT_POLICY=passive`` a worker sleeps as soon as its loop ends, and
 every loop then waits for it to wake: two threads lost to one on large cloths even on an idle machine.
 
-The policy, applied when ``loom.engine`` is first imported (before numba starts its threads):
+The policy, applied when ``loom.launch`` is first imported (before numba starts its threads):
 
 - ``GOMP_SPINCOUNT=10000`` (``SPIN_COUNT``: a worker spins a short while, a thirtieth of libgomp's default,
   then sleeps), unless the environment already sets ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` (yours wins).

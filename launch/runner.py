@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from loom.engine.compile_progress import compiles as compiled_so_far
-from loom.engine.compile_progress import show_compile_progress
-from loom.engine.record import DEFAULT_FPS, MAX_FPS, Recorder, record_problem
+from loom.launch.compile_progress import compiles as compiled_so_far
+from loom.launch.compile_progress import show_compile_progress
+from loom.launch.record import DEFAULT_FPS, MAX_FPS, Recorder, record_problem
+from loom.launch.step_boundary import install
 
 
 HEADLESS_FRAMES = 300
@@ -143,17 +144,18 @@ def run_app(app: Any, argv: Iterable[str] | None = None, *,
     many functions a first launch compiles before its first frame (the report's ``compiles`` of a cold run,
     ``python -m loom.benchmarks startup --runs cold``), so its progress says how far along it is. The report
     adds ``compiles``: the functions numba compiled in this process (0 on a warm launch). ``kernels``: the game's
-    kernel list, for a first launch to compile on two cores (``loom.engine.compile_ahead``; None: one)."""
+    kernel list, for a first launch to compile on two cores (``loom.launch.compile_ahead``; None: one)."""
     p = arg_parser or parser()
     args = p.parse_args(None if argv is None else list(argv))
     check_outputs(args)                                    # a bad path is one line now, not after the run
     progress = show_compile_progress()
     progress.expect(compiles)
     if kernels is not None:                                # before the build: a first launch's other core
-        from loom.engine import compile_ahead
+        from loom.launch import compile_ahead
         if compile_ahead.start(kernels) is not None:       # a first launch: say so now, and count both cores
             progress.elsewhere = compile_ahead.first_frame_ready
             progress.begin()
+    install(app)                                           # threads "auto", later kernels, twins rebound
     if getattr(args, "threads", None) is not None:
         try:
             app.set_threads(args.threads)

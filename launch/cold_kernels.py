@@ -1,0 +1,245 @@
+"""Kernels that run as Python or NumPy on a cold launch, rebound to the compiled kernel once it is ready.
+
+A few kernels run when a cloth is built or its anchors change (its yarns, its colours, its tethers), not every
+step. On a first launch numba compiles each of them on its first call, seconds apiece and a large share
+of a small cloth's first frame, while their Python source builds a small cloth in a fraction of a second
+(docs/performance.md, "Moved from docstrings"). Small per-step kernels (the step guard's checks, the deformation
+limit's length check, the pins, the renderer's normals, Loop subdivision and vertex packing) have twins too (a
+NumPy function where the source loops over links or triangles): the compile-ahead worker
+(``loom.launch.compile_ahead``) compiles them after the first frame's and the contacts' kernels, so a first
+launch's first frame does not wait for them.
+
+Nothing is chosen per call in a hot system. A module whose code calls a kernel declares it once,
+``called_from(__name__, kernel, ...)``, and then calls the kernel through a module-level name of its own
+(``_walk_call = _walk``; the kernel's own name stays the kernel). This module *binds* that name:
+
+- a set-up kernel (``python_twin(kernel, size=...)``), when it is neither compiled in this process nor in numba's
+  on-disk cache (``cached``), is bound at once to a stand-in that runs the twin for a problem of at most
+  ``PYTHON_MAX_SIZE`` particles and the kernel for a larger one (a set-up call, once per build: its size is read
+  from the call's arguments);
+- a per-step kernel (``python_twin(kernel, per_step=True)``) is bound to its twin only while the compile-ahead
+  worker compiles it (``while_compiling``): without a worker (one core, ``LOOM_COMPILE_AHEAD=0``) it compiles on
+  its first call as before, since a twin called every substep for the whole game would cost milliseconds a frame;
+- ``rebind`` (called by an App's step boundary, ``loom.launch.step_boundary``, before each step) puts the
+  compiled dispatcher back, once, when the kernel is ready (compiled here, or in numba's cache: loading it takes
+  milliseconds), when the worker stopped, or for a per-step kernel when the scene is large. From then on the call
+  site calls the dispatcher with no lookup at all.
+
+The twin is the kernel's own source run by the interpreter (``py_func``), its calls to other registered kernels
+going to their twins: one source, the same integers out (set-up kernels are integer graph walks and
+distances, bit-identical either way). A name a numba function of the same module uses is never bound
+(``called_from`` refuses it): numba would meet a Python function where it expects a kernel.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from types import FunctionType
+from typing import Any
+
+PYTHON_MAX_SIZE = 2500
+"""Largest problem [elements: a cloth's particles] a cold set-up kernel runs as Python (50 × 50: about 0.5 s of
+Python for the slowest, the colouring, against 1.3 s of compiling it); a scene of more particles rebinds the
+per-step twins to their kernels at its first step."""
+
+ENABLED = os.environ.get("LOOM_COLD_PYTHON", "1").strip() != "0"
+"""False (environment ``LOOM_COLD_PYTHON=0``): no name is bound to a twin, and the contact system runs its kernel
+even for a cloth clear of every collider (``environment.collide_environment``). ``--precompile`` and the kernel
+lists' recorder set it, so that the cache, and the list, hold these kernels too."""
+
+_twins: dict[Any, Callable[..., Any]] = {}
+_per_step: set[Any] = set()
+_sizes: dict[Any, Callable[..., int]] = {}
+_by_name: dict[tuple[str, str], Any] = {}          # (module, qualname) → dispatcher, whatever its name is bound to
+_sites: list[tuple[dict[str, Any], str, Any]] = []  # (module globals, name, kernel) of every call site
+_bound: list[tuple[dict[str, Any], str, Any]] = []  # the call sites bound to a twin or stand-in that ``rebind`` watches
+_compiling: Callable[[], bool] = lambda: False
+
+
+def python_twin(kernel: Any, *callees: Any, per_step: bool = False, twin: Callable[..., Any] | None = None,
+                size: Callable[..., int] | None = None) -> Any:
+    """Register ``kernel`` (a numba dispatcher) with a Python twin: its ``py_func`` with ``callees`` (dispatchers
+    it calls) replaced by their own twins, registered before it; ``per_step``: a kernel called every step, whose
+    twin stands in only while another process compiles it (``while_compiling``); ``twin``: a NumPy function with
+    the kernel's arguments and results, used instead of the source (a loop over thousands of links every substep
+    is too slow as Python; NumPy's array operations are not); ``size``: for a set-up kernel, the problem's size
+    [particles] from the call's arguments (``PYTHON_MAX_SIZE``). Returns ``kernel``. Registering binds no name:
+    ``called_from`` does. Raises TypeError for something that is not a numba dispatcher or a callee that is not
+    registered."""
+    py_func = getattr(kernel, "py_func", None)
+    if not isinstance(py_func, FunctionType):
+        raise TypeError(f"python_twin: {kernel!r} is not a numba dispatcher")
+    namespace = dict(py_func.__globals__)
+    for callee in callees:
+        if callee not in _twins:
+            raise TypeError(f"python_twin: callee {getattr(callee, '__name__', callee)!r} of "
+                            f"{py_func.__qualname__} is not registered")
+        namespace[callee.py_func.__name__] = _twins[callee]
+    if twin is None:
+        twin = FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__, py_func.__closure__)
+        twin.__qualname__ = py_func.__qualname__
+        twin.__doc__ = py_func.__doc__
+    _twins[kernel] = twin
+    _by_name[(py_func.__module__, py_func.__qualname__)] = kernel
+    if per_step:
+        _per_step.add(kernel)
+    if size is not None:
+        _sizes[kernel] = size
+    return kernel
+
+
+class _SetUp:
+    """A cold set-up kernel's stand-in: its twin for a problem of at most ``PYTHON_MAX_SIZE``, the kernel (compiled
+    on that call) for a larger one or once it is ready. Called once per build, never per step."""
+
+    __slots__ = ("kernel", "twin", "size")
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel, self.twin, self.size = kernel, _twins[kernel], _sizes[kernel]
+
+    def chosen(self, *args: Any) -> Callable[..., Any]:
+        """What a call with ``args`` runs: the kernel when it is ready, the problem large or ``ENABLED`` False,
+        else the twin."""
+        if not ENABLED or self.size(*args) > PYTHON_MAX_SIZE or ready(self.kernel):
+            return self.kernel
+        return self.twin
+
+    def __call__(self, *args: Any) -> Any:
+        return self.chosen(*args)(*args)
+
+
+def called_from(module: str, *kernels: Any) -> None:
+    """Declare that the Python code of ``module`` (its ``__name__``) calls each of ``kernels`` (registered with
+    ``python_twin``) through a module-level name of its own, ``<kernel>_call = <kernel>``: every name of the module
+    bound to the kernel other than the kernel's own. Those names are what this module rebinds; the kernel's own
+    name stays the dispatcher (numba functions and tests call it). A cold set-up kernel's names are bound to its
+    stand-in now (module docstring). Raises KeyError for an unregistered kernel or a module that is not imported,
+    TypeError for a set-up kernel without ``size``, or a kernel with no such name or one a numba function of the
+    module calls (it would meet a Python function)."""
+    namespace = sys.modules[module].__dict__
+    numba_names = {name for value in list(namespace.values()) if hasattr(value, "py_func")
+                   for name in getattr(getattr(value.py_func, "__code__", None), "co_names", ())}
+    for kernel in kernels:
+        if kernel not in _twins:
+            raise KeyError(f"called_from: {getattr(kernel, '__name__', kernel)!r} has no twin (python_twin first)")
+        qualname = kernel.py_func.__qualname__
+        own = kernel.py_func.__name__
+        names = [name for name, value in namespace.items() if value is kernel and name != own]
+        if not names or any(name in numba_names for name in names):
+            raise TypeError(f"called_from: {module} needs a name of {qualname} of its own for its Python call sites, "
+                            f"that no numba function calls ({own}_call = {own}): the kernel's name stays the kernel")
+        if kernel not in _per_step and kernel not in _sizes:
+            raise TypeError(f"called_from: set-up kernel {qualname} has no size (python_twin(..., size=...))")
+        for name in names:
+            site = (namespace, name, kernel)
+            _sites.append(site)
+            if ENABLED and kernel not in _per_step and not ready(kernel):
+                _bind(site, _SetUp(kernel))
+            elif ENABLED and kernel in _per_step and _compiling() and not ready(kernel):
+                _bind(site, _twins[kernel])
+
+
+def _bind(site: tuple[dict[str, Any], str, Any], stand_in: Callable[..., Any]) -> None:
+    namespace, name, _ = site
+    namespace[name] = stand_in
+    if site not in _bound:
+        _bound.append(site)
+
+
+def while_compiling(running: Callable[[], bool]) -> None:
+    """The compile-ahead worker started (``loom.launch.compile_ahead.start``): while ``running()`` is true, bind
+    every per-step call site whose kernel is not ready to its twin (``rebind`` puts the kernels back)."""
+    global _compiling
+    _compiling = running
+    if not ENABLED or not running():
+        return
+    for site in _sites:
+        if site[2] in _per_step and not ready(site[2]):
+            _bind(site, _twins[site[2]])
+
+
+def rebind(large: bool = False) -> int:
+    """At a step boundary: put the compiled dispatcher back at each bound call site whose kernel is ready (compiled
+    here, or cached), and at every per-step one when the worker stopped or ``large`` (the scene has more than
+    ``PYTHON_MAX_SIZE`` particles); return how many were rebound. A set-up stand-in no worker will make ready stays
+    (it asks at each build) but is no longer looked at. With nothing bound it costs one test."""
+    if not _bound:
+        return 0
+    compiling = _compiling()
+    done = 0
+    for site in list(_bound):
+        namespace, name, kernel = site
+        per_step = kernel in _per_step
+        if ready(kernel) or (per_step and (large or not compiling)):
+            namespace[name] = kernel
+            _bound.remove(site)
+            done += 1
+        elif not compiling:
+            _bound.remove(site)
+    return done
+
+
+def unbind() -> None:
+    """Put every call site's dispatcher back (tests; a run that turns ``ENABLED`` off)."""
+    for namespace, name, kernel in _sites:
+        namespace[name] = kernel
+    _bound.clear()
+
+
+def bound_to(module: str, name: str) -> Callable[..., Any] | None:
+    """What the call site ``module.name`` is bound to now when it is not its kernel (a twin, a set-up stand-in);
+    None when it calls the kernel."""
+    for namespace, site_name, kernel in _sites:
+        if site_name == name and namespace is sys.modules[module].__dict__ and namespace[name] is not kernel:
+            return namespace[name]
+    return None
+
+
+def kernel_named(module: str, qualname: str) -> Any:
+    """The numba dispatcher ``module.qualname`` even while its name is bound to a twin; None if there is none."""
+    kernel = _by_name.get((module, qualname))
+    if kernel is not None:
+        return kernel
+    return getattr(sys.modules.get(module), qualname, None)
+
+
+def twin_of(kernel: Any) -> Callable[..., Any]:
+    """``kernel``'s twin (KeyError when ``python_twin`` never registered it)."""
+    return _twins[kernel]
+
+
+def ready(kernel: Any) -> bool:
+    """Whether calling ``kernel`` costs no compile: it is compiled in this process or cached on disk."""
+    return bool(kernel.signatures) or cached(kernel)
+
+
+def has_twin(kernel: Any) -> bool:
+    """Whether ``kernel`` was registered with ``python_twin`` (a set-up or a per-step kernel)."""
+    return kernel in _twins
+
+
+def is_per_step_kernel(kernel: Any) -> bool:
+    """Whether ``kernel`` was registered with ``python_twin(..., per_step=True)``."""
+    return kernel in _per_step
+
+
+def cached(kernel: Any) -> bool:
+    """Whether numba's on-disk cache holds an index for ``kernel`` (compiled by an earlier launch or the
+    compile-ahead worker): loading it takes milliseconds. False when the cache's layout is not the one this
+    was written for (another numba version)."""
+    index = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_index_path", None)
+    return isinstance(index, str) and os.path.exists(index)
+
+
+def _frame_kernels() -> None:
+    """Register the frame's own kernels (engine/ imports no launch code, so launch registers them): the colouring,
+    a set-up kernel that ``color_groups`` calls, and the vertex normals, a per-step kernel (the renderer's surface
+    declares its call site)."""
+    from loom.engine import coloring, geometry
+    python_twin(coloring._greedy_colors, size=lambda particles, offsets, particle_count: particle_count)
+    called_from(coloring.__name__, coloring._greedy_colors)
+    python_twin(geometry.vertex_normals_into, per_step=True, twin=geometry._vertex_normals_numpy)
+
+
+_frame_kernels()
