@@ -78,6 +78,7 @@ def test_a_batch_follows_a_despawned_cloth(make_app):
     together.step(5)
     assert np.array_equal(made[1][1].x, frozen)
     assert np.isfinite(made[0][1].x).all() and np.isfinite(made[2][1].x).all()
+    assert made[0][1].rejected_steps == made[2][1].rejected_steps == 0
 
 
 def test_batch_rebuilds_only_when_the_key_changes():

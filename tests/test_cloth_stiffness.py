@@ -73,6 +73,7 @@ def _run(build, steps: int, drive=None, substeps: int = 16) -> dict:
         (windy if blowing else calm).append(strain)
         inside = max(inside, _inside(app))
         assert all(np.isfinite(c.x).all() for _, c in app.query(Cloth))
+        assert all(c.rejected_steps == 0 for _, c in app.query(Cloth))
     pre = np.concatenate(before)
     return {"worst": np.array(worst), "rest": max(worst[-REST_STEPS:]), "inside": inside,
             "calm": np.concatenate(calm) if calm else np.zeros(1), "windy": np.concatenate(windy) if windy else None,

@@ -105,6 +105,7 @@ def test_rotating_prism_and_mesh_keep_cloth_out(make_app):
     cloth = drop_sheet(app, n=20, height=0.8)
     app.step(150)
     assert np.isfinite(cloth.x).all()
+    assert cloth.rejected_steps == 0
     assert cloth.x[:, 1].min() > -0.5 + THICK - 1e-3, f"sheet went through the mesh floor: {cloth.x[:, 1].min():.4f}"
     local = Transform.from_2d(0.0, 0.0, 0.3).to_local(cloth.x)
     inside = (np.abs(local[:, 0]) < 0.3 - 1e-3) & (np.abs(local[:, 1]) < 0.3 - 1e-3) & (np.abs(local[:, 2]) < 0.6)

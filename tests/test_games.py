@@ -203,6 +203,7 @@ def test_sandbox_keys_pin_toggle_tearing_cycle_models_and_fabrics_and_reset(make
         assert new.total_mass == pytest.approx(total * new.material.density, rel=1e-12)
         app.step(5)
         assert np.isfinite(new.x).all(), name
+        assert new.rejected_steps == 0, name
 
     app.get(s.cloth, Cloth).x[:, 0] += 0.5                                      # somewhere else
     press(app, pygame.K_r)
@@ -258,6 +259,7 @@ def test_cape_hero_runs_600_frames_and_no_cape_particle_stays_inside_him(make_ap
     assert not twice, f"cape particles inside the hero two frames in a row, ending at frames {twice}"
     report = app.report()
     assert report["nan"] is False and np.isfinite(cloth.x).all(), report
+    assert report["rejected_steps"] == 0 and cloth.rejected_steps == 0, report
     assert report["cape_inside_hero"] == 0 and report["frames"] == 600 and report["sim_ms_per_frame"] > 0.0, report
 
 

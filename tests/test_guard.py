@@ -78,6 +78,7 @@ def test_a_state_broken_between_steps_is_restored_and_the_cloth_continues_exactl
     app.step()
     clean.step()
     assert np.isfinite(cloth.x).all() and np.isfinite(cloth.v).all()
+    assert cloth.rejected_steps == 0
     assert np.array_equal(cloth.x, reference.x) and np.array_equal(cloth.v, reference.v), \
         "the cloth continues from the end of its last good step"
     app.step(5)
@@ -109,6 +110,7 @@ def test_a_state_broken_again_and_again_is_restored_every_time_and_never_escalat
         cloth.v[:] = np.inf
         app.step()
         assert np.isfinite(cloth.v).all() and np.isfinite(cloth.x).all()
+        assert cloth.rejected_steps == 0
     assert app.resource(Recovery).restores == 12 and app.resource(Recovery).factor == 1
     assert app.clock.substeps == base and cloth.rejected_steps == 0
 
@@ -138,6 +140,7 @@ def test_a_cloth_broken_before_its_first_step_raises_one_clear_error(make_app):
     cloth.x[5] = (0.0, 1.0, 0.0)                                  # fixed: the App steps on
     app.step(2)
     assert np.isfinite(cloth.x).all() and app.clock.step_index == 2
+    assert cloth.rejected_steps == 0
 
 
 def test_the_batched_guard_restores_a_broken_cloth_among_many(make_app):
@@ -152,5 +155,6 @@ def test_the_batched_guard_restores_a_broken_cloth_among_many(make_app):
     clothes[9].v[2] = np.nan
     app.step()
     assert all(np.isfinite(c.x).all() and np.isfinite(c.v).all() for c in clothes)
+    assert all(c.rejected_steps == 0 for c in clothes)
     assert app.resource(Recovery).restores == 1
     assert not np.array_equal(clothes[9].x, before[9]), "the restored cloth steps on"

@@ -435,6 +435,7 @@ def test_sheet_dropped_on_any_collider_shape_settles_outside_its_margin(make_app
     for _ in range(240):
         app.step()
         assert np.isfinite(cloth.x).all() and np.isfinite(cloth.v).all(), "non-finite state"
+        assert cloth.rejected_steps == 0
         worst = max(worst, 0.015 - float(_surface_distance(name, shape, transform, cloth.x).min()))
     assert worst <= 1e-6, f"{name}: penetration {worst:.2e} m beyond the 0.015 m margin"
     touching = int((_surface_distance(name, shape, transform, cloth.x) < 0.015 + 1e-6).sum())
@@ -590,6 +591,7 @@ def test_a_step_that_cannot_be_made_finite_leaves_the_cloth_still_instead_of_wri
     assert ws.rejected >= 10 and cloth.rejected_steps == 0, "every halving should have been tried first"
     app.step(5)                                                 # the force was cleared: it moves on
     assert np.isfinite(cloth.x).all() and cloth.x[:, 1].min() < before[:, 1].min()
+    assert cloth.rejected_steps == 0
 
 
 def test_workspace_is_built_once_and_results_are_deterministic(make_app):

@@ -93,6 +93,7 @@ def test_the_xpbd_systems_plans_step_a_world_exactly_as_the_systems_do(scene):
         app = build(plans)
         app.step(40)
         results.append([(c.x.copy(), c.v.copy()) for _, c in app.query(Cloth)])
+        assert all(c.rejected_steps == 0 for _, c in app.query(Cloth))
         app.close()
     with_plans, without = results
     assert len(with_plans) == len(without) > 0

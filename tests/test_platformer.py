@@ -157,6 +157,7 @@ def test_lockstep_holds_at_any_frame_rate():
             steps = game.app.clock.step_index
             assert game.ticks == steps == owed, f"frame {i}: pymunk {game.ticks} ticks, Loom {steps} steps"
         assert owed > 60 and np.isfinite(game.cape.x).all()
+        assert game.cape.rejected_steps == 0
     finally:
         game_module.close_game(game)
 

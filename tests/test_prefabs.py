@@ -117,6 +117,7 @@ def test_cape_stays_cloth_like_through_a_run_a_turn_and_a_stop(make_app):
     print(f"cape stretch: worst {worst:.2%}, p99 {p99:.2%}")
     assert worst < 0.3 and p99 < 0.06, f"cape stretch worst {worst:.1%}, p99 {p99:.1%}"
     assert np.isfinite(game.cape.cloth.x).all()
+    assert game.cape.cloth.rejected_steps == 0
 
 
 def test_flag_hangs_from_its_pole_top_and_its_wind_zone_spares_the_cape(make_app):
@@ -145,6 +146,7 @@ def test_cape_on_a_transform_in_metres_hangs_behind_a_box_collider(make_app):
     assert cape.cloth.x[:, 2].max() < -0.2, "the cape starts behind the collider's back face (z < -0.2 m)"
     app.step(60)
     assert cape.cloth.x[:, 0].mean() < 1.0 and np.isfinite(cape.cloth.x).all()
+    assert cape.cloth.rejected_steps == 0
     top = cape.cloth.x[cape.pin.index]
     assert np.allclose(top[:, 1], 1.0 + 0.5 - 0.2), "shoulders a fifth of the 1 m box below its top"
 

@@ -140,6 +140,7 @@ def test_non_manifold_fans_build_and_step_without_nan(fins, size, seed):
         app.spawn(cloth, Pin(index=[0, 1]))
         app.step(10)
         assert np.isfinite(cloth.x).all() and np.isfinite(cloth.v).all()
+        assert cloth.rejected_steps == 0
     finally:
         app.close()
 
@@ -206,6 +207,7 @@ def test_pin_is_finite_or_names_the_field(index, target, active):
             assert "Pin.index" in str(error), error
             return
         assert np.isfinite(cloth.x).all()
+        assert cloth.rejected_steps == 0
     finally:
         app.close()
 

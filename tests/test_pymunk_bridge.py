@@ -75,6 +75,7 @@ def test_ball_dropped_on_cloth_trampoline_leaves_no_faster_than_it_landed(make_a
     assert apex < 0.4, f"the ball climbed to {apex:.3f} m after being dropped from 0.4 m"
     assert lowest_cloth < -0.02, f"cloth should sag under the ball, lowest point {lowest_cloth:.3f} m"
     assert np.isfinite(cloth.x).all()
+    assert cloth.rejected_steps == 0
 
 
 @pytest.mark.parametrize("substeps", [4, 16])

@@ -1,4 +1,4 @@
-"""Moving pictures: the GIF and MP4 writers (engine/record.py), every game's ``--record``, and the docs' loops.
+"""Moving pictures: the GIF and MP4 writers (launch/record.py), every game's ``--record``, and the docs' loops.
 
 Pillow decodes the GIFs (``load``: each frame composited as a viewer shows it, its delay, and the file's loop
 count); pygame's GIF loader (SDL_image, ``pygame.image.load_animation``) is the independent decoder in the round

@@ -82,6 +82,7 @@ def test_a_cloth_spawned_during_a_substep_joins_at_the_end_of_the_step(app, via)
     start = cloth.x.copy()
     app.step(3)                                                   # and the new cloth simulates from then on
     assert np.isfinite(cloth.x).all() and cloth.x[:, 1].min() < start[:, 1].min()
+    assert cloth.rejected_steps == 0
     assert seen == [1, 2, 2, 2]
 
 
@@ -226,6 +227,7 @@ app.step(6)
 clothes = [c for _, c in app.query(Cloth)]
 assert len(clothes) == 4 + 4 * 3, len(clothes)
 assert all(np.isfinite(c.x).all() for c in clothes)
+assert all(c.rejected_steps == 0 for c in clothes)
 assert all(app.get(e, Cloth).x[:, 1].mean() < 2.0 for e in made), "the spawned cloths fall from step 3 on"
 print("ok", len(made))
 '''

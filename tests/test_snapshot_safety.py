@@ -282,6 +282,7 @@ def test_wrong_shaped_typed_and_non_finite_arrays_are_refused_and_the_process_su
             target.step(2)
             x = target.query(Cloth)[0][1].x
             assert np.isfinite(x).all(), name
+            assert target.query(Cloth)[0][1].rejected_steps == 0, name
         print("survived")
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
@@ -306,6 +307,7 @@ def test_a_refused_load_leaves_the_app_exactly_as_it_was(small, tmp_path):
     assert app.query(Cloth)[0][1] is cloth and cloth.x is x_object
     app.step(2)
     assert np.isfinite(cloth.x).all()
+    assert cloth.rejected_steps == 0
 
 
 def test_an_unknown_format_version_1_snapshot_is_refused_even_with_a_valid_zip(small, tmp_path):
@@ -540,6 +542,7 @@ def load_once(path):
         app.step(2)
         for _, cloth in app.query(Cloth):
             assert np.isfinite(cloth.x).all(), "non-finite positions after a successful load"
+            assert cloth.rejected_steps == 0, "a step refused after a successful load"
         return "loaded"
     finally:
         app.close()

@@ -1,12 +1,16 @@
 """Stress matrix (issue 6): hostile inputs never crash a step, never leave NaN, never tear a link apart.
 
-Every case checks, each frame: every position and velocity finite; every distance link at most
-``STRESS_BOUND`` = the guard's hard bound ``MAX_STRETCH`` = 20 × its rest length (the worst ratio
-seen is in each failure message and in the comment above each case: most cases stay under 2 ×,
-a silly compliance of 1e3 m/N reaches 19.5 × and a Verlet rope of 1e4 mass ratio 11.9 ×); and, where
-frames are handed real time through ``App.update``, that no update takes more than ``max_steps``
-fixed steps (the frame-time bound; speed itself lives in benchmarks/, never in a timed test).
-The guard's recovery, teleport and inertia are tested at the end.
+Every case watches each step's result before the guard (``ClothSet.GUARD``) can refuse and rewind it,
+and checks: every position and velocity finite; no velocity component beyond the guard's ``MAX_SPEED``;
+no step refused (``rejected_steps == 0`` for every cloth: a refused step is the solver failing, and
+the guard's rewind must not hide it); every distance link at most ``INEXTENSIBLE`` = 1.1 × its rest
+length where the fabric is meant to be inextensible (issue 44 item 8), or the guard's ``MAX_STRETCH``
+where the scene is deliberately soft (compliance ≥ 1 m/N). A case that exceeds 1.1 × today is marked
+``xfail(strict=True)`` with its measured ratio, so it shows and flips when fixed. Where frames are handed
+real time through ``App.update``, no update takes more than ``max_steps`` fixed steps (the frame-time
+bound; speed itself lives in benchmarks/, never in a timed test). A sabotage test proves the watch can fail
+(a system that throws every particle 1 km every substep). The guard's recovery, teleport and inertia are
+tested at the end.
 """
 from __future__ import annotations
 
@@ -19,12 +23,24 @@ import pytest
 from loom.components import Cloth, Gravity, MassSpringSettings, Pin, Transform, Wind
 from loom.components.inertia import Inertia
 from loom.engine import App, Stage, mesh
-from loom.systems.pipeline.guard import MAX_STRETCH, Recovery
+from loom.systems.pipeline.guard import MAX_SPEED, MAX_STRETCH, Recovery
+from loom.systems.sets import ClothSet
 from loom.systems.interaction.teleport import teleport
 
 MODELS = ("xpbd", "verlet", "mass_spring", "implicit")
-STRESS_BOUND = MAX_STRETCH
-"""Longest link allowed anywhere in the matrix, as a multiple of its rest length [-]."""
+INEXTENSIBLE = 1.1 * (1.0 + 1e-12)
+"""Longest link allowed for an inextensible fabric or rope, as a multiple of its rest length [-]: 10 % (issue 44
+item 8), plus float rounding (the mass-spring model's 10 % Provot limit lands on 1.1 exactly)."""
+
+
+class StretchBeyondBound(AssertionError):
+    """A link longer than the case's bound: the one failure a known-bad case is marked xfail for, so that a
+    non-finite state or a refused step in that case still fails it."""
+
+
+def over_bound(measured: str, item: str = "item 8: inextensible links ≤ 1.1× rest") -> pytest.MarkDecorator:
+    """Mark a case that breaks ``INEXTENSIBLE`` today (strict: it flips to a failure when fixed)."""
+    return pytest.mark.xfail(strict=True, raises=StretchBeyondBound, reason=f"issue 44 {item}; measured {measured}")
 
 
 def stretch_ratio(cloth: Cloth) -> float:
@@ -35,24 +51,56 @@ def stretch_ratio(cloth: Cloth) -> float:
 
 
 class Watch:
-    """POST_STEP recorder: worst link ratio and the first non-finite step of every cloth, each step."""
+    """POST_STEP recorder placed before the guard (``before=ClothSet.GUARD``): it sees each step's result as the
+    solver left it, before the guard can refuse and rewind it. Per step and cloth: the worst link ratio, the
+    fastest particle and the first non-finite step. ``check`` also asserts that the guard refused no step
+    (``rejected_steps == 0`` for every cloth): a refused step is a failure of the solver, not a pass.
 
-    def __init__(self, app: App) -> None:
+    ``after_guard=True`` watches the guard's output instead (for the tests of the guard's recovery, which
+    refuse steps on purpose); its ``check`` then leaves ``rejected_steps`` to the test."""
+
+    def __init__(self, app: App, *, bound: float = INEXTENSIBLE, after_guard: bool = False) -> None:
+        self.app = app
+        self.bound = bound
+        self.after_guard = after_guard
         self.worst = 1.0
+        self.fastest = 0.0
         self.non_finite_step: int | None = None
         self.steps = 0
-        app.add_system(self.record, Stage.POST_STEP, name="stress_watch")
+        order = {"after": ClothSet.GUARD} if after_guard else {"before": ClothSet.GUARD}
+        app.add_system(self.record, Stage.POST_STEP, name="stress_watch", **order)
 
     def record(self, app: App, dt: float) -> None:
         self.steps += 1
         for _, cloth in app.query(Cloth):
-            if self.non_finite_step is None and not (np.isfinite(cloth.x).all() and np.isfinite(cloth.v).all()):
-                self.non_finite_step = app.clock.step_index
+            if not (np.isfinite(cloth.x).all() and np.isfinite(cloth.v).all()):
+                if self.non_finite_step is None:
+                    self.non_finite_step = app.clock.step_index
+                continue
             self.worst = max(self.worst, stretch_ratio(cloth))
+            self.fastest = max(self.fastest, float(np.abs(cloth.v).max(initial=0.0)))
+
+    def failures(self, case: str) -> tuple[list[str], str | None]:
+        """What this run broke: (messages for non-finite state, speed and refused steps; the stretch message or
+        None). Both empty: the run passes."""
+        out = []
+        if self.non_finite_step is not None:
+            out.append(f"{case}: non-finite state at step {self.non_finite_step}")
+        if not self.fastest <= MAX_SPEED:
+            out.append(f"{case}: a particle reached {self.fastest:.3g} m/s, bound {MAX_SPEED:g}")
+        if not self.after_guard:
+            refused = {entity: cloth.rejected_steps for entity, cloth in self.app.query(Cloth) if cloth.rejected_steps}
+            if refused:
+                out.append(f"{case}: the guard refused steps (entity: count) {refused} of {self.steps}")
+        stretch = None if self.worst <= self.bound else \
+            f"{case}: a link reached {self.worst:.3f} × rest, bound {self.bound:.3g}"
+        return out, stretch
 
     def check(self, case: str) -> None:
-        assert self.non_finite_step is None, f"{case}: non-finite state left at step {self.non_finite_step}"
-        assert self.worst <= STRESS_BOUND, f"{case}: a link reached {self.worst:.3f} × rest, bound {STRESS_BOUND}"
+        failures, stretch = self.failures(case)
+        assert not failures, "; ".join(failures + [stretch] if stretch else failures)
+        if stretch:
+            raise StretchBeyondBound(stretch)
 
 
 def hanging_sheet(app: App, n: int = 12, model: str = "xpbd", **material) -> tuple[int, Cloth, Pin]:
@@ -69,9 +117,13 @@ def model_app(make_app, model: str) -> App:
 
 
 # --- pins jumping 10 m in one frame ----------------------------------------------------------------------
-# worst link ratio measured: xpbd 1.96, verlet 7.7, mass_spring 3.3, implicit 8.0 (16×16); never refused.
+# worst link ratio before the guard, measured: xpbd 1.42, verlet 3.68, mass_spring 1.10 (its Provot limit),
+# implicit 7.20; never refused.
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ["mass_spring",
+                                   pytest.param("xpbd", marks=over_bound("1.42× rest")),
+                                   pytest.param("verlet", marks=over_bound("3.68× rest")),
+                                   pytest.param("implicit", marks=over_bound("7.20× rest"))])
 def test_pins_jumping_ten_metres_in_one_frame_leave_a_finite_bounded_cloth(make_app, model):
     app = model_app(make_app, model)
     _, cloth, pin = hanging_sheet(app, 8 if model == "implicit" else 12, model)
@@ -79,13 +131,16 @@ def test_pins_jumping_ten_metres_in_one_frame_leave_a_finite_bounded_cloth(make_
     app.step(20)
     pin.target += (10.0, 0.0, 0.0)                                  # [m] in one step
     app.step(40 if model == "implicit" else 80)
-    watch.check(f"{model} pin jump")
     assert cloth.x[:, 0].mean() > 8.0, f"{model}: the cloth did not follow its pins (mean x {cloth.x[:, 0].mean():.2f} m)"
+    watch.check(f"{model} pin jump")
 
 
 # --- a real frame time of 1 s handed to update --------------------------------------------------------------
+# worst link ratio before the guard, measured: xpbd 1.02, verlet 1.13, mass_spring 1.10, implicit 1.31.
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ["xpbd", "mass_spring",
+                                   pytest.param("verlet", marks=over_bound("1.13× rest")),
+                                   pytest.param("implicit", marks=over_bound("1.31× rest"))])
 def test_a_one_second_hitch_takes_at_most_max_steps_and_stays_finite(make_app, model):
     app = model_app(make_app, model)
     _, cloth, pin = hanging_sheet(app, 8, model)
@@ -94,18 +149,18 @@ def test_a_one_second_hitch_takes_at_most_max_steps_and_stays_finite(make_app, m
     taken.append(app.update(1.0))                                   # the hitch
     pin.target += (0.0, 0.0, 2.0)                                   # and the hand moved meanwhile
     taken += [app.update(1.0) for _ in range(3)] + [app.update(1 / 60) for _ in range(10)]
-    watch.check(f"{model} 1 s hitch")
     assert max(taken) <= app.clock.max_steps, f"{model}: an update took {max(taken)} steps, cap {app.clock.max_steps}"
     assert taken[10] == app.clock.max_steps and app.clock.dropped > 3.0, \
         f"{model}: the hitch took {taken[10]} steps and dropped {app.clock.dropped:.3f} s"
     assert watch.steps == sum(taken)
+    watch.check(f"{model} 1 s hitch")
 
 
 # --- wind at 100 m/s -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("model", ("xpbd", "mass_spring"))
+@pytest.mark.parametrize("model", [pytest.param("xpbd", marks=over_bound("1.42× rest")), "mass_spring"])
 def test_a_hundred_metre_per_second_gale_leaves_a_flag_finite_and_bounded(make_app, model):
-    # worst link ratio measured: xpbd 1.02, mass_spring 1.13 (Provot limit 10 %)
+    # worst link ratio before the guard, measured: xpbd 1.42, mass_spring 1.10 (its Provot limit, 10 %)
     app = make_app(substeps=16)
     sheet = mesh.grid(16, 8, 2.0, 1.0)
     app.spawn(Cloth.from_mesh(sheet, "cotton", model=model), Pin.edge(sheet, "left"))
@@ -119,24 +174,31 @@ def test_a_hundred_metre_per_second_gale_leaves_a_flag_finite_and_bounded(make_a
 
 @pytest.mark.parametrize("compliance", [0.0, 1e-6, 1e-3, 1.0, 1e3])
 def test_compliance_from_zero_to_a_thousand_stays_finite_and_bounded(make_app, compliance):
-    # worst link ratio measured: 1.0 (0) … 19.5 (1e3 m/N: the untethered sheet is a cobweb; the guard holds it)
+    # worst link ratio before the guard, measured: 1.000003 (0), 1.000004 (1e-6), 1.0015 (1e-3), 1.097 (1 m/N),
+    # 1.22 (1e3 m/N). From 1 m/N up the fabric is deliberately soft (a cobweb): no inextensible bound, only the
+    # guard's MAX_STRETCH.
     app = make_app(substeps=16)
     hanging_sheet(app, 12, stretch_compliance=compliance, shear_compliance=compliance, bend_compliance=compliance,
                   bend_angle_compliance=compliance)
     hanging_sheet(app, 12, stretch_compliance=compliance, shear_compliance=compliance, bend_compliance=compliance,
                   bend_model="dihedral", bend_angle_compliance=compliance, tethers=False)
-    watch = Watch(app)
+    watch = Watch(app, bound=INEXTENSIBLE if compliance <= 1e-3 else MAX_STRETCH)
     app.step(90)
     watch.check(f"compliance {compliance:g}")
 
 
 # --- mass ratios of 1e4 -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("model", ("xpbd", "verlet", "mass_spring"))
+ROPE = "item 5: the alternating-mass rope stays ≤ 1.1× its length at a 10⁴ mass ratio"
+
+
+@pytest.mark.parametrize("model", [pytest.param("xpbd", marks=over_bound("7.88× rest", ROPE)),
+                                   pytest.param("verlet", marks=over_bound("11.89× rest", ROPE)),
+                                   pytest.param("mass_spring", marks=over_bound("1.42× rest", ROPE))])
 def test_a_rope_of_masses_ten_thousand_times_apart_stays_finite_and_bounded(make_app, model):
     # a 20-link rope, pinned at one end, alternating 1 g and 10 kg beads, with a 10 kg weight at the end;
-    # worst link ratio measured: xpbd and mass_spring under 1.1, verlet 11.9 (relaxation passes cannot
-    # hold a 10 kg bead with a 1 g one)
+    # worst link ratio before the guard, measured: xpbd 7.88, verlet 11.89, mass_spring 1.42 (relaxation
+    # passes cannot hold a 10 kg bead with a 1 g one)
     app = make_app(substeps=16)
     n = 21
     x = np.zeros((n, 3))
@@ -150,8 +212,8 @@ def test_a_rope_of_masses_ten_thousand_times_apart_stays_finite_and_bounded(make
     app.spawn(rope, Pin(index=[0]))
     watch = Watch(app)
     app.step(120)
-    watch.check(f"{model} mass ratio 1e4")
     assert rope.x[-1, 1] < -0.3, f"{model}: the weighted end did not fall (y = {rope.x[-1, 1]:.3f} m)"
+    watch.check(f"{model} mass ratio 1e4")
 
 
 def test_a_sheet_with_inverse_mass_overrides_ten_thousand_apart_stays_finite(make_app):
@@ -170,6 +232,7 @@ def test_a_sheet_with_inverse_mass_overrides_ten_thousand_apart_stays_finite(mak
 
 # --- 100 cloths in one world -----------------------------------------------------------------------------
 
+@over_bound("1.28× rest (silk flags in an 8 m/s wind)")
 def test_a_hundred_small_flags_in_one_world_stay_finite_and_bounded(make_app):
     app = make_app(substeps=8)
     for k in range(100):
@@ -178,12 +241,13 @@ def test_a_hundred_small_flags_in_one_world_stay_finite_and_bounded(make_app):
     app.spawn(Wind(velocity=(8.0, 0.0, 2.0), gust=0.3, turbulence=0.2, seed=1))
     watch = Watch(app)
     taken = [app.update(1 / 30) for _ in range(20)]                # a 30 Hz game: 2 steps per frame
-    watch.check("100 flags")
     assert len(app.query(Cloth)) == 100 and max(taken) <= app.clock.max_steps and sum(taken) == watch.steps
+    watch.check("100 flags")
 
 
 # --- 10,000 frames of the cape game ---------------------------------------------------------------------
 
+@over_bound("1.33× rest (worst over 10,000 steps, before the guard)")
 def test_ten_thousand_frames_of_the_cape_game_with_hitches_stay_finite_and_bounded():
     """The one long test (~30 s at ~3 ms/frame): 10,000 fixed steps of the 600-particle cape.
 
@@ -219,12 +283,41 @@ def test_ten_thousand_frames_of_the_cape_game_with_hitches_stay_finite_and_bound
         while app.clock.step_index < 10_000:
             frames += 1
             taken.append(app.update(1.0 if frames % 500 == 0 else 1 / 60))
-        watch.check("cape, 10,000 frames")
         assert max(taken) <= app.clock.max_steps, f"an update took {max(taken)} steps"
         assert watch.steps == app.clock.step_index == sum(taken)
         assert cape.rejected_steps == 0, f"{cape.rejected_steps} cape steps refused"
+        watch.check("cape, 10,000 frames")
     finally:
         app.close()
+
+
+# --- the watch itself can fail ----------------------------------------------------------------------------
+
+def test_the_watch_fails_a_solver_that_throws_particles_a_kilometre(make_app):
+    # a hostile SUBSTEP system throws every particle 1 km (in its own random direction) every substep; the guard
+    # refuses and rewinds every step, so a watch after the guard would see a calm sheet: this one must not
+    app = make_app(substeps=16)
+    _, cloth, _ = hanging_sheet(app, 8)
+    directions = np.random.default_rng(44).normal(size=cloth.x.shape)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+
+    def throw(app: App, h: float) -> None:
+        cloth.x += 1000.0 * directions                             # [m]
+
+    app.add_system(throw, Stage.SUBSTEP, after=ClothSet.UPDATE)
+    watch = Watch(app)
+    app.step(30)
+    failures, stretch = watch.failures("sabotage")
+    assert cloth.rejected_steps == 30 and np.isfinite(cloth.x).all()   # what the guard alone leaves looks fine
+    assert stretch is not None and watch.worst > 100.0, watch.worst
+    assert watch.fastest > MAX_SPEED and len(failures) == 2, failures              # the speed and the refusals
+    assert failures[1].endswith("{%d: 30} of 30" % app.query(Cloth)[0][0]), failures
+    with pytest.raises(AssertionError):
+        watch.check("sabotage")
+    guarded = Watch(make_app(substeps=16))                         # and the same check passes a calm sheet
+    hanging_sheet(guarded.app, 8)
+    guarded.app.step(30)
+    guarded.check("calm sheet")
 
 
 # --- the guard's recovery --------------------------------------------------------------------------------
@@ -239,7 +332,7 @@ def test_a_refused_step_is_retried_with_more_substeps_and_recovers(make_app, cap
     rejected, recovered = [], []
     app.on("step_rejected", lambda **event: rejected.append(dict(event, substeps=app.clock.substeps)))
     app.on("step_recovered", lambda **event: recovered.append(event))
-    watch = Watch(app)
+    watch = Watch(app, bound=MAX_STRETCH, after_guard=True)
     with caplog.at_level(logging.INFO, logger="loom.guard"):
         app.step(20)
     recovery = app.resource(Recovery)
@@ -288,7 +381,7 @@ def test_a_step_that_fails_at_eight_times_the_substeps_is_clamped_and_never_kept
         actions.append("clamp" if recovery.factor == recovery.max_factor else "retry")
 
     app.on("step_rejected", note)
-    watch = Watch(app)
+    watch = Watch(app, bound=MAX_STRETCH, after_guard=True)
     app.step(8)
     assert actions[:5] == ["retry", "retry", "retry", "retry", "clamp"] and app.clock.substeps == 32
     assert app.resource(Recovery).clamps >= 1

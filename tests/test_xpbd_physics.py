@@ -75,6 +75,7 @@ def test_32_sheet_settles_under_one_percent_strain_with_default_settings(make_ap
     speed = float(np.linalg.norm(cloth.v, axis=1).max())
     assert speed < 0.05, f"after 30 s the sheet still moves at {speed:.3f} m/s"
     assert np.isfinite(cloth.x).all()
+    assert cloth.rejected_steps == 0
 
 
 def test_pinned_particles_sit_exactly_on_their_targets(make_app, pinned_sheet):
@@ -314,6 +315,7 @@ def test_float32_cloths_run_beside_float64_ones_unbatched(make_app):
         clothes.append(cloth)
     app.step(30)
     assert all(np.isfinite(c.x).all() and c.x[:, 1].min() < 0.8 for c in clothes)
+    assert all(c.rejected_steps == 0 for c in clothes)
     assert clothes[1].x.dtype == np.float32
 
 

@@ -279,6 +279,7 @@ def test_a_torn_cloth_solves_its_new_yarns():
     assert cloth.particle_count > 144
     _check_cover(cloth, _yarns(cloth))
     assert np.isfinite(cloth.x).all()
+    assert cloth.rejected_steps == 0
 
 
 def test_a_rope_pinned_taut_between_two_points_swings_no_faster_than_plain_sweeps():

@@ -5,8 +5,16 @@ Fuhrmann et al. keep nearby particles apart with constraints "like the structura
 Müller's Ten Minute Physics self-collision (a hash built once, queried with the travel allowed
 until the next build, a velocity clamp):
 
-1. clamp: no particle moves more than ``CLAMP`` × thickness in one substep, so two particles
-   cannot pass through each other between two checks (the velocity clamp against tunnelling);
+1. clamp: no particle moves more than ``CLAMP`` × thickness in one substep *besides the motion all
+   of them share* (``_common_motion``), so two particles cannot pass through each other between two
+   checks (the velocity clamp against tunnelling). Whether two particles can meet depends on their
+   relative motion only (Bridson et al. 2002 treat the proximity of a pair by its relative velocity;
+   Fuhrmann et al. 2003 correct a pair by its relative position): a bound of CLAMP × thickness on each
+   particle's motion less a vector common to all bounds every pair's relative motion by twice that,
+   as the clamp of the absolute motion did, but leaves a falling cloth falling at g·t (the absolute
+   clamp held it to 7 m/s at 16 substeps, 3.5 at 8: slow motion). The common vector is, per axis, the
+   motion every particle, held ones included, has at least (0 when one rests or two move apart), so the
+   clamp never adds motion to a particle nor turns it back;
 2. list: particles of every cloth with ``self_collision`` on go into one spatial hash (cell =
    the largest thickness plus a skin, counting sort, O(n)), and every pair closer than a cell is
    listed, once (each particle searches the forward half of its 27 cells). The list holds every
@@ -76,9 +84,10 @@ PAIRS_PER_PARTICLE = 16
 """Pair-list slots per particle to start with (a draping cloth lists a few at the default skin; a chunk that
 runs out doubles them all and the list is built again)."""
 CLAMP = 0.3
-"""Largest substep displacement of a self-colliding particle, as a fraction of its thickness
-(7 m/s for 25 mm cloth at 16 substeps of 1/60 s): a larger fraction lets more pairs of a falling heap
-get too close between two checks (docs/performance.md, "Moved from docstrings")."""
+"""Largest substep displacement of a self-colliding particle besides the motion all share
+(``_common_motion``), as a fraction of its thickness (7 m/s relative to the rest for 25 mm cloth at 16
+substeps of 1/60 s): a larger fraction lets more pairs of a falling heap get too close between two checks
+(docs/performance.md, "Moved from docstrings")."""
 SKIN = 1.0
 """Margin of the pair list, as a fraction of the thickest cloth's thickness: pairs closer than
 thickness + skin when the list is built are listed. A larger skin lists more pairs and makes a
@@ -112,6 +121,8 @@ class SelfCollisionBuffers:
         self.box = np.zeros((CHUNKS, 6))
         self.drift = np.zeros((2, 3))
         """The common drift escapees are measured against, and the last pass's measured drift."""
+        self.common = np.zeros(3)
+        """This substep's motion all particles share [m] (``_common_motion``; the clamp leaves it alone)."""
         self.moved = np.zeros(0, np.bool_)
         self.escapees = np.zeros(0, np.int32)
         self.escapee_count = np.zeros(CHUNKS, np.int64)
@@ -160,9 +171,11 @@ def collide_self(app: App, h: float) -> None:
             part = slice(buffers.offsets[k], buffers.offsets[k + 1])
             _unless_held(c.inv_mass, c.contact, inv_mass[part], held[part], squeezed[part])
     b = buffers
+    common = _common(b)
+    _common_motion(x, x_prev, common)                  # once: a pass run again clamps the same
     while True:
-        status = _pass(x, x_prev, inv_mass, b.held, b.thickest, SKIN * b.thickest, CLAMP, REBUILD_FRACTION * x.shape[0],
-                       b.stale)
+        status = _pass(x, x_prev, inv_mass, b.held, b.thickest, SKIN * b.thickest, CLAMP, common,
+                       REBUILD_FRACTION * x.shape[0], b.stale)
         if status == 0:
             break
         if status == 1:                                # the pair list ran out: grow it, build again
@@ -178,6 +191,13 @@ def collide_self(app: App, h: float) -> None:
         if c.self_collision_mode == "triangle":           # held particles stay put here too (their masked masses)
             _point_triangle(c.triangles, c.material.thickness, inv_mass[buffers.offsets[k]:buffers.offsets[k + 1]],
                             c.x)
+
+
+def _common(buffers: SelfCollisionBuffers) -> np.ndarray:
+    """``buffers``' (3,) common motion (a snapshot saved before it existed loads without it: made here)."""
+    if getattr(buffers, "common", None) is None:
+        buffers.common = np.zeros(3)
+    return buffers.common
 
 
 def _masks(buffers: SelfCollisionBuffers) -> tuple[np.ndarray, np.ndarray]:
@@ -417,9 +437,10 @@ def _cell_key(ix, iy, iz):
 
 
 @numba.njit(cache=True)
-def _clamp_and_flag(chunk, lo, hi, particles, fraction, half_skin2, built, escapees):
-    """For particles lo … hi−1 (chunk ``chunk``): clamp the substep's motion to fraction × thickness
-    (anti-tunnelling; pinned and grabbed particles, of inverse mass 0, go where they are told);
+def _clamp_and_flag(chunk, lo, hi, particles, fraction, common, half_skin2, built, escapees):
+    """For particles lo … hi−1 (chunk ``chunk``): clamp the substep's motion less ``common`` (3,) [m], the
+    motion all share (``_common_motion``), to fraction × thickness (anti-tunnelling; pinned and grabbed
+    particles, of inverse mass 0, go where they are told);
     flag those that moved more than half the skin (half_skin2 its square [m²]) from where they were
     built, besides the common ``escapees.drift``, and list them from escapees.listed[lo] (return how
     many); bound the motions since the build in escapees.box[chunk], for the next pass's drift."""
@@ -431,17 +452,17 @@ def _clamp_and_flag(chunk, lo, hi, particles, fraction, half_skin2, built, escap
     count = 0
     for p in range(lo, hi):
         if inv_mass[p] != 0.0:
-            dx = x[p, 0] - x_prev[p, 0]
-            dy = x[p, 1] - x_prev[p, 1]
-            dz = x[p, 2] - x_prev[p, 2]
+            dx = x[p, 0] - x_prev[p, 0] - common[0]
+            dy = x[p, 1] - x_prev[p, 1] - common[1]
+            dz = x[p, 2] - x_prev[p, 2] - common[2]
             d = math.sqrt(dx * dx + dy * dy + dz * dz)
             limit = fraction * thickness[p]
             if d > limit * (1.0 + 1e-9):     # not d > limit: a pass run again (its list grew) must not
                 # rescale an already clamped motion by an ulp — the result would depend on the list's size
                 s = limit / d
-                x[p, 0] = x_prev[p, 0] + dx * s
-                x[p, 1] = x_prev[p, 1] + dy * s
-                x[p, 2] = x_prev[p, 2] + dz * s
+                x[p, 0] = x_prev[p, 0] + common[0] + dx * s
+                x[p, 1] = x_prev[p, 1] + common[1] + dy * s
+                x[p, 2] = x_prev[p, 2] + common[2] + dz * s
         away = 0.0
         for c in range(3):
             m = x[p, c] - built[p, c]
@@ -453,6 +474,31 @@ def _clamp_and_flag(chunk, lo, hi, particles, fraction, half_skin2, built, escap
             listed[lo + count] = p
             count += 1
     return count
+
+
+@numba.njit(cache=True)
+def _common_motion(x, x_prev, common):
+    """The substep's motion all particles share, into ``common`` (3,) [m]: per axis, the point of the
+    interval of their motions x − x_prev nearest 0 (0 if the interval holds it: a particle rests or two
+    move apart; else the smallest motion of all, so each particle's motion less it keeps its sign: the
+    clamp, which scales that difference, never adds motion to a particle). A cloth in free fall shares all
+    its motion: the clamp leaves it alone. Pinned, grabbed and contact-held particles (inverse mass 0, not
+    clamped) count too: a sheet thrown at one held by static friction shares no motion with it and is
+    clamped as before, where counting only the movable particles let it pass through (its fall was common);
+    so for every pair the bound on the relative motion is at most the absolute clamp's. Serial, one read of
+    x and x_prev (a few µs for 4096 particles; a parallel region per substep costs more on a busy machine)."""
+    lx = ly = lz = np.inf
+    hx = hy = hz = -np.inf
+    for p in range(x.shape[0]):
+        mx = x[p, 0] - x_prev[p, 0]
+        my = x[p, 1] - x_prev[p, 1]
+        mz = x[p, 2] - x_prev[p, 2]
+        lx, hx = min(lx, mx), max(hx, mx)
+        ly, hy = min(ly, my), max(hy, my)
+        lz, hz = min(lz, mz), max(hz, mz)
+    common[0] = lx if lx > 0.0 else (hx if hx < 0.0 else 0.0)
+    common[1] = ly if ly > 0.0 else (hy if hy < 0.0 else 0.0)
+    common[2] = lz if lz > 0.0 else (hz if hz < 0.0 else 0.0)
 
 
 @numba.njit(cache=True)
@@ -836,13 +882,14 @@ def _slots_fit(first_slot, last_slot):
 
 
 @numba.njit(cache=True, parallel=True)
-def _pass(x, x_prev, inv_mass, buffers, thickest, skin, fraction, rebuild_at, force):
+def _pass(x, x_prev, inv_mass, buffers, thickest, skin, fraction, common, rebuild_at, force):
     """One self-collision pass: clamp and flag, rebuild the pair list if ``force`` or more than
     ``rebuild_at`` particles escaped, then find the contacts of the list and of the escapees.
 
     x, x_prev (n, 3) [m], inv_mass (n,) of the packed particles; buffers: the held ``Buffers``;
     thickest [m] the largest thickness, skin [m] the list's margin (cell = thickest + skin); fraction
-    the clamp (``CLAMP``). Return 0, or 1 if the pair list ran out of slots (grow it, force a
+    the clamp (``CLAMP``) of the motion less ``common`` (3,) [m] (``_common_motion``), which also predicts
+    the drift of the pass after a rebuild. Return 0, or 1 if the pair list ran out of slots (grow it, force a
     rebuild), 2 if the contact slots did (grow them). Chunks and lanes are spread over the threads,
     each writing only its own particles, buckets and slots (the escapees' table is built on one), so
     the list and the contacts are the same on any thread count. Even a 16×16 cloth runs it on the
@@ -861,14 +908,15 @@ def _pass(x, x_prev, inv_mass, buffers, thickest, skin, fraction, rebuild_at, fo
     cell = thickest + skin
     for chunk in prange(chunks):
         escapee_count[chunk] = _clamp_and_flag(chunk, chunk * n // chunks, (chunk + 1) * n // chunks, particles,
-                                               fraction, (0.5 * skin) ** 2, build.built, escapees)
+                                               fraction, common, (0.5 * skin) ** 2, build.built, escapees)
     total = 0
     for chunk in range(chunks):              # not .sum(): parallel numba makes that a reduction, which allocates
         total += escapee_count[chunk]
     rebuilt = force or total > rebuild_at
     if rebuilt:
         builds[0] += 1
-        drift[:] = 0.0
+        drift[1, :] = 0.0                    # nothing moved since this build; the next pass's motion: this
+        drift[0, :] = common                 # one's common (a falling cloth's fall, else few escape: no rebuild)
         for chunk in prange(chunks):
             lo, hi = chunk * n // chunks, (chunk + 1) * n // chunks
             _locate(chunk, lo, hi, x, cell, build, size)
