@@ -16,6 +16,12 @@ counter slows them) with ``benchmarks/calls.py``; the record gets ``calls_per_st
 Loom's package, the game's own systems under loom.games included, each kernel call once), ``kernel_calls_per_step``
 (the numba kernels' share of them) and ``calls_top`` (the most called functions, calls per step each).
 
+Meters (``--meters``): after the timed record, the scene is built again and run for 1 + frames frames, untimed, with
+``loom.systems.pipeline.meters.MeterPlugin``; the record gets ``meters``: warp/weft stretch before the deformation
+limit at every substep (worst, p99), the worst shear-link stretch and triangle angle change [rad], the triangle
+area ratio (min, p1), the share of substeps in which the limit moved a particle and its largest move [m], the
+fastest particle's step-to-step speed over the last second [m/s], and the metered run's ``rejected_steps``.
+
 What the cloths cost the game: the same scene is built again with its cloths despawned (the game's own systems, its
 pymunk world, colliders and every Loom system still running, on nothing to simulate) and as many frames timed;
 ``no_cloth_ms_median`` is that frame's median and ``cloth_ms_median`` the difference, what adding the cloths to the
@@ -34,7 +40,7 @@ machine running something else); each record names the threads, threading layer,
 policy and the load it ran under.
 
 Run: python -m loom.benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads N]
-     [--load [N]] [--profile] [--no-render] [--calls]
+     [--load [N]] [--profile] [--no-render] [--calls] [--meters]
 """
 from __future__ import annotations
 
@@ -141,15 +147,42 @@ def background_load(processes: int) -> Iterator[list[subprocess.Popen]]:
 
 
 def run(name: str, *, frames: int, threads: int | None = None, profile: bool = False, render: bool = True,
-        load: int = 0, calls: bool = False) -> dict:
+        load: int = 0, calls: bool = False, meters: bool = False) -> dict:
     """Time ``frames`` frames of scene ``name`` (see the module's docstring) and return its JSON record.
 
     threads: the App's thread count (None: the App's default); load: processes kept spinning meanwhile; calls:
-    also count the Python calls per step (``calls_per_step``, ``calls_top``)."""
+    also count the Python calls per step (``calls_per_step``, ``calls_top``); meters: also run the scene again,
+    untimed, with ``MeterPlugin`` (``meters``: see ``metered``)."""
     with background_load(load):
         record = _run(name, frames=frames, threads=threads, profile=profile, render=render, calls=calls)
     record["load"] = load
+    if meters:
+        record["meters"] = metered(name, frames=frames, threads=threads)
     return record
+
+
+def metered(name: str, *, frames: int, threads: int | None = None) -> dict:
+    """Scene ``name`` run again for 1 + ``frames`` frames, untimed, with the meters on
+    (``loom.systems.pipeline.meters``): the whole run from the first frame, fall included. Over every XPBD cloth: the
+    worst of each number (the smallest for area ratios; ``limit_active_share`` the largest cloth's share), and
+    ``rejected_steps`` of the metered run."""
+    from loom.systems.pipeline.meters import MeterPlugin, Meters
+    substeps, build = _scene(name)
+    app = App(dt=1 / 60, substeps=substeps, threads=threads)
+    app.add_plugin(DefaultPlugins)
+    app.add_plugin(MeterPlugin())
+    build(app)
+    app.step(1 + frames)
+    records = [cloth_meters.record() for cloth_meters in app.resource(Meters).cloths.values()]
+    rejected = app.report()["rejected_steps"]
+    app.close()
+    if not records:
+        return {"rejected_steps": rejected}
+    low = ("area_ratio_min", "area_ratio_p1")
+    out = {key: round((min if key in low else max)(r[key] for r in records), 6)
+           for key in records[0] if key not in ("substeps", "steps")}
+    out["rejected_steps"] = rejected
+    return out
 
 
 def _run(name: str, *, frames: int, threads: int | None, profile: bool, render: bool, calls: bool = False) -> dict:
@@ -263,6 +296,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="skip the drawn frames (and so the normals and upload of the breakdown)")
     p.add_argument("--calls", action="store_true",
                    help="also count Loom's Python calls per step (calls_per_step and the top callers, calls_top)")
+    p.add_argument("--meters", action="store_true",
+                   help="also run each scene again, untimed, with the meters on (stretch before the limit, shear, "
+                        "area, limit activity, speed: the \"meters\" field)")
     args = p.parse_args(argv)
     if args.frames < 1:
         p.error(f"--frames {args.frames}: must be >= 1")
@@ -273,4 +309,5 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--load {args.load}: must be >= 0 processes")
     for name in args.scene:
         print(json.dumps(run(name, frames=args.frames, threads=args.threads, profile=args.profile,
-                             render=not args.no_render, load=args.load, calls=args.calls)), flush=True)
+                             render=not args.no_render, load=args.load, calls=args.calls,
+                             meters=args.meters)), flush=True)
