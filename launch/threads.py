@@ -227,15 +227,6 @@ def cores() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
-def checked_count(threads: Any) -> int:
-    """``threads`` if it is a whole number in 1 … ``cores()``, else ValueError naming the value."""
-    top = cores()
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= top:
-        raise ValueError(f"App.threads = {threads!r}: must be an integer in 1 … {top} "
-                         "(this machine's cores, or NUMBA_NUM_THREADS), or \"auto\"")
-    return threads
-
-
 def describe() -> dict[str, Any]:
     """The threading in effect, for reports and benchmark records: ``threads`` (numba's current count),
     ``threading_layer`` (``omp``, ``tbb`` or ``workqueue``; starts numba's threads if they are not yet),
