@@ -4,10 +4,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loom.benchmarks import creep, drape, hitches, scenes, sheet, startup, stiffness, threads
+from loom.benchmarks import (creep, cusick, dissipation, drape, hitches, scenes, sheet, small_steps, startup,
+                             stiffness, threads)
 
-BENCHMARKS = {"creep": creep, "drape": drape, "hitches": hitches, "scenes": scenes, "sheet": sheet,
-              "startup": startup, "stiffness": stiffness, "threads": threads}
+BENCHMARKS = {"creep": creep, "cusick": cusick, "dissipation": dissipation, "drape": drape, "hitches": hitches,
+              "scenes": scenes, "sheet": sheet, "small_steps": small_steps, "startup": startup, "stiffness": stiffness,
+              "threads": threads}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,7 +29,7 @@ game costs a frame (with ``cloth_per_yardstick``). The cape game's frame also po
 with the camera and steps his pymunk world, none of it the cape's.
 
 The machine's speed: ``yardstick_ms`` is the mean of two measurements of a fixed piece of work (``yardstick``:
-one step of the plain reference kernel on a 32² sheet), one before the scene is built and one after its timed
+one step of the sheet benchmark's naive loop on a 32² sheet), one before the scene is built and one after its timed
 frames, and ``sim_per_yardstick`` the scene's median frame over it: a cloud VM runs in phases of different speed,
 and that ratio compares runs made in different phases.
 

@@ -38,8 +38,8 @@ import numpy as np
 
 from loom.components import _tessellation as tess
 from loom.components._revision import Checked, Revisioned, checked_field
-from loom.components._validate import Arr, Custom, Fixed, Flag, Instance, Offsets, Real, floats, indices, length, \
-    show, unit_vector
+from loom.components._validate import Arr, Custom, Fixed, Flag, Instance, Offsets, Real, floats, frozen, indices, \
+    length, show, unit_vector
 from loom.engine.geometry import triangle_areas
 from loom.engine.persist import persistent
 
@@ -506,6 +506,7 @@ class ColliderSet:
         self.polygons = np.zeros((0, 2))
         self.meshes: list[TriangleMesh] = []
         self.mesh_arrays: tuple[np.ndarray, ...] | None = None
+        """Read-only (``pack_meshes``): the meshes' triangle and grid indices are never written in place."""
         self.impulse = np.zeros((0, 3))
         self.impulse_point = np.zeros((0, 4))
         self.touching: set[int] = set()
@@ -514,3 +515,26 @@ class ColliderSet:
     def count(self) -> int:
         """Number of packed colliders."""
         return self.kind.shape[0]
+
+    def pack_meshes(self, meshes: list[TriangleMesh]) -> None:
+        """Keep ``meshes`` and their concatenated vertices [m], triangles, grids (origin [m], cell size [m], shape,
+        offsets), cell starts and cell triangles as ``mesh_arrays``, each read-only: a kernel reads those indices
+        unchecked, so an in-place write must not reach it. Called when the set of meshes changes (they are static)."""
+        info = np.zeros((len(meshes), 10))
+        verts, tris, cells = [np.zeros((0, 3))], [np.zeros((0, 3), np.int32)], [np.zeros(0, np.int32)]
+        starts = [] if meshes else [np.zeros(1, np.int64)]           # no mesh: one empty cell start
+        v_off = t_off = s_off = c_off = 0
+        for k, m in enumerate(meshes):
+            info[k] = (*m.grid_origin, m.cell_size, *m.grid_shape, t_off, s_off, c_off)
+            verts.append(m.vertices)
+            tris.append(m.triangles + v_off)
+            starts.append(m.cell_start)
+            cells.append(m.cell_triangles)
+            v_off += m.vertices.shape[0]
+            t_off += m.triangles.shape[0]
+            s_off += m.cell_start.shape[0]
+            c_off += m.cell_triangles.shape[0]
+        self.meshes = meshes
+        self.mesh_arrays = tuple(frozen(a) for a in (
+            np.concatenate(verts).astype(np.float64), np.concatenate(tris).astype(np.int32), info,
+            np.concatenate(starts).astype(np.int64), np.concatenate(cells).astype(np.int32)))

@@ -2,9 +2,17 @@
 
 Compliance is XPBD's inverse stiffness (Macklin et al. 2016): 0 is perfectly stiff, larger is
 softer. A distance constraint with compliance α [m/N] behaves like a spring of stiffness 1/α
-[N/m]; because XPBD divides α by h², the same material behaves the same at any substep count.
+[N/m]; XPBD divides α by h², so the material is the same at any substep count as far as the solve
+converges (more substeps converge further: the cloth gets closer to the material, never farther).
 Rough scale for a 1 m cloth at 30–60 particles a side: stretch 0 (woven cloth barely
-stretches), shear 1e-4 … 1e-2, bend 1e-2 (stiff, leather) … 10 (limp, silk).
+stretches), shear 1e-3 (stiff) … 1 (woven cloth, the default), bend 1e-2 (stiff, leather) … 10 (limp, silk).
+
+A bare ``ClothMaterial()`` is the cotton preset without its stretch limit: inextensible warp and weft, soft
+shear, no deformation limit. With the default 16 substeps and one sweep, a 64² sheet pinned at two corners and
+pushed by a ball stretches at most 2 % with no limit to hold it (tests/test_xpbd_defaults.py), and no more at more
+substeps. Stiff shear (1e-3, what a bare material had until issue 44) is a different fabric: with inextensible
+stretch it makes every grid cell rigid, a grid of rigid cells cannot wrap a ball without stretching, and the better
+the solve converges (more substeps) the more the stretch links give (docs/models.md, "Stiffness").
 """
 from __future__ import annotations
 
@@ -30,12 +38,12 @@ class ClothMaterial(FrozenChecked):
     (Fuhrmann 2003 eq. 1). Cotton shirting ≈ 0.15, denim ≈ 0.4, leather ≈ 0.9."""
     stretch_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 0.0)
     """Compliance of structural links [m/N]; 0 = inextensible (woven cloth)."""
-    shear_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 1e-3)
+    shear_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 1.0)
     """Compliance of shear (diagonal) links [m/N]. Woven cloth shears far more easily than it stretches (its
     yarns turn at their crossings), and a mesh cannot fold finer than its spacing, so where real cloth forms
     small folds (over a ball, at a table's rim) the mesh must shear instead; stiff shear locks a draped grid
-    and leaves it stretched (docs/models.md). The woven presets are soft in shear (cotton 1); a bare
-    ClothMaterial keeps a stiff 1e-3."""
+    and leaves it stretched, the more so at more substeps (module docstring, docs/models.md). The default is
+    soft, as the woven presets are (cotton 1, silk and denim 0.3, leather 0.03); 1e-3 (rubber) is stiff."""
     bend_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 0.5)
     """Compliance of distance bending links [m/N] (bend_model="distance")."""
     bend_angle_compliance: float = checked_field(Real(0.0, unit=" [rad/(N·m)]"), 50.0)
@@ -44,7 +52,8 @@ class ClothMaterial(FrozenChecked):
     """"distance": links across two edges (Provot's flexion springs, Fuhrmann's bending pairs);
     "dihedral": the angle between adjacent triangles (Müller et al. 2007; Bridson et al. 2003 gradients)."""
     damping: float = checked_field(Real(0.0, unit=" [1/s]"), 0.5)
-    """Linear velocity damping [1/s]: velocities shrink by exp(-damping·h) each substep (air drag).
+    """Linear velocity damping [1/s]: velocities shrink by exp(-damping·h) each substep, absolute velocity, not
+    velocity relative to the air (for air drag, a ``Wind``; docs/physics.md, "Damping and dissipation").
     0 keeps all energy; 0.6 ≈ the seeds' "× 0.99 per 1/60 s frame"."""
     thickness: float = checked_field(Real(0.0, low_open=True, unit=" [m]"), 0.01)
     """Collision thickness [m]: how far cloth keeps from colliders and from itself."""

@@ -50,9 +50,6 @@ class Tearable(Checked):
                                       default_factory=lambda: np.zeros((0, 2), np.int32), init=False, repr=False)
     """Boundary edges between torn particles — the faces of the cracks — (k, 2) int32. ``piece``, ``torn`` and
     ``crack`` are read-only arrays (the tearing system assigns new ones; an in-place write raises ValueError)."""
-    tether_table: np.ndarray | None = checked_field(
-        Instance(np.ndarray, "the cloth's tether_anchor array or None", optional=True), None, init=False, repr=False)
-    """The cloth's ``tether_anchor`` array last pruned to stay within pieces."""
     tears: int = checked_field(Int(0), 0, init=False)
     """Particles duplicated by tearing so far (a measure of how torn the cloth is)."""
     rebuilds: int = checked_field(Int(0), 0, init=False)

@@ -19,7 +19,8 @@ cache class does not look the way this was written for (another numba version), 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 ENV_VAR = "LOOM_FAST_KERNEL_LOAD"
@@ -36,6 +37,26 @@ hook that returns True has seen it put there since (the compile-ahead worker fin
 load_hooks: list[Callable[[Any, Any], None]] = []
 """Called as ``hook(py_func, sig)`` after a Loom kernel's signature ``sig`` was loaded from numba's cache (the
 later-kernels record, ``loom.launch.later_kernels``, notes the loads of a scene's later frames)."""
+
+
+class NotCached(Exception):
+    """Raised by a load inside ``only_cached()`` when the kernel is not in numba's cache: nothing is compiled."""
+
+
+_only_cached = False
+
+
+@contextmanager
+def only_cached() -> Iterator[None]:
+    """Within it, ``dispatcher.compile(sig)`` of a Loom kernel loads it from numba's cache or raises ``NotCached``
+    instead of compiling (the later-kernels list: an entry recorded before the code changed is skipped, not
+    compiled at the next launch's first step). Without the fast load (``installed()`` False), it changes nothing."""
+    global _only_cached
+    before, _only_cached = _only_cached, True
+    try:
+        yield
+    finally:
+        _only_cached = before
 
 
 def is_loom_function(py_func: Any) -> bool:
@@ -61,6 +82,8 @@ def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
     if loaded is None and any([hook(self) for hook in list(miss_hooks)]):
         with self._guard_against_spurious_io_errors():
             loaded = self._load_overload(sig, target_context)
+    if loaded is None and _only_cached:
+        raise NotCached(self._py_func.__qualname__)
     if loaded is not None:
         from loom.launch.compile_progress import note_loaded
         note_loaded(self._py_func.__qualname__)

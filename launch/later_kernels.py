@@ -8,7 +8,8 @@ by running the scene, so it is recorded: after an App's first step, every Loom k
 cache or compiled is appended to the scene's *later list*, a small file in numba's cache folder (``NUMBA_CACHE_DIR``,
 else ``launch/__pycache__``) named after the scene (the program and the App's systems). At the next launch, the App's
 first step (``prepare``) loads every kernel of that list first: the first frame pays for them and the frames after it
-load nothing. An empty cache has no list (it lives with the cache), a stale entry is skipped, and at most
+load nothing. An empty cache has no list (it lives with the cache); an entry whose kernel is not in the cache
+(the code changed since it was recorded) is skipped, never compiled at the first step; at most
 ``MAX_ENTRIES`` are kept (the newest).
 
 ``LOOM_LATER_KERNELS=0`` turns recording and loading off.
@@ -112,7 +113,7 @@ class Record:
 
 def prepare(app: Any) -> int:
     """Before ``app``'s first step (``step_boundary`` calls it once per App): load every kernel of its scene's
-    later list (module docstring); returns the signatures loaded or compiled."""
+    later list (module docstring) that numba's cache holds; returns the signatures loaded."""
     if not ENABLED:
         return 0
     _install()
@@ -128,10 +129,11 @@ def prepare(app: Any) -> int:
         if kernel is None or e.args in kernel.overloads:
             continue
         try:
-            kernel.compile(e.args)                   # numba loads it from its cache when it is there
+            with kernel_cache.only_cached():         # loaded from numba's cache, never compiled here
+                kernel.compile(e.args)
             done += 1
-        except Exception:                            # a stale entry (the kernel changed since it was recorded)
-            continue
+        except Exception:                            # a stale entry (the kernel changed since it was recorded:
+            continue                                 # not in the cache, or its types are gone)
     return done
 
 

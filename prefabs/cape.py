@@ -41,7 +41,7 @@ CAPE_RESOLUTION = (9, 12)
 CAPE_STYLE = ClothStyle(front_color=(0.78, 0.09, 0.12), back_color=(0.5, 0.05, 0.1), texture=None, subdivision=1)
 """Default look: deep red, darker inside, no texture, one Loop subdivision level (smooth outline)."""
 CAPE_DAMPING = 1.5
-"""Default air drag [1/s] of a cape made from a preset name: it trails behind a runner instead of swinging on."""
+"""Default damping [1/s] (``ClothMaterial.damping``, of absolute velocity) of a cape made from a preset name: it trails behind a runner instead of swinging on."""
 HERO_BOX = (-0.2, 0.2, -0.4, 0.4)
 """Local (x0, x1, y0, y1) [m] of the hero assumed when the carrier has no collision shape: 0.4 m × 0.8 m, centred."""
 GAP = 0.03

@@ -75,7 +75,7 @@ MATRIX = SCENE + """
 FREE_LENGTH = {("Tearable", "link_time"), ("Tearable", "piece"), ("Tearable", "torn"), ("Tearable", "crack"),
                ("Prism", "polygon")}
 ALLOWS_INF = {("Cloth", "link_max")}
-IDENTITY_ONLY = {("Tearable", "link_table"), ("Tearable", "tether_table"),   # compared with `is`, never read
+IDENTITY_ONLY = {("Tearable", "link_table"),   # compared with `is`, never read
                  ("XPBDClothData", "topology")}
 UNBOUNDED = {("Pin", "index")}        # a pin does not know its cloth: the pin system checks it at the next step
 

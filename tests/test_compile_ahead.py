@@ -254,18 +254,19 @@ print(json.dumps({"ready": ready, "normal": out[0].tolist()}))
 """
 
 
+def _launch_later(folder, env: dict) -> dict:
+    """Run ``_LATER`` in a fresh process (cwd ``folder``, environment ``env``); return its JSON line."""
+    out = subprocess.run([sys.executable, "-c", _LATER], cwd=folder, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def test_kernels_a_scene_needed_after_its_first_frame_load_before_it_at_the_next_launch(tmp_path):
     """Issue 42: a kernel first called at a later step loads (or compiles) inside that frame once; from the next
     launch on (the same cache) the first step loads it, and no later frame does (``loom.launch.later_kernels``)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-
-    def launch() -> dict:
-        out = subprocess.run([sys.executable, "-c", _LATER], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=300)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.splitlines()[-1])
-
-    first, second = launch(), launch()
+    first, second = _launch_later(tmp_path, env), _launch_later(tmp_path, env)
     assert first["ready"] == [0, 0, 0, 1, 1]                 # the first launch: compiled in step 2
     assert second["ready"] == [1, 1, 1, 1, 1]                # the next: loaded before the first step's systems
     assert second["normal"] == first["normal"] == [0.0, 0.0, 1.0]
@@ -273,3 +274,21 @@ def test_kernels_a_scene_needed_after_its_first_frame_load_before_it_at_the_next
     off = subprocess.run([sys.executable, "-c", _LATER], cwd=tmp_path, env={**env, "LOOM_LATER_KERNELS": "0"},
                          capture_output=True, text=True, timeout=300)
     assert json.loads(off.stdout.splitlines()[-1])["ready"] == [0, 0, 0, 1, 1]
+
+
+def test_a_later_list_entry_missing_from_the_cache_is_skipped_not_compiled_at_the_first_step(tmp_path):
+    """A later list recorded before the code changed names kernels numba's cache no longer holds: the first step
+    loads only what is cached and compiles none of it (a stale list would make every launch pay a compile at its
+    first step, and the thread tuner take a warm launch for a cold one); the kernel compiles where it is needed."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def launch() -> dict:
+        return _launch_later(tmp_path, env)
+
+    assert launch()["ready"] == [0, 0, 0, 1, 1]
+    stale = list((tmp_path / "cache").rglob("geometry.vertex_normals_into*"))
+    assert stale
+    for path in stale:                                          # as after an edit of the kernel's source
+        path.unlink()
+    assert launch()["ready"] == [0, 0, 0, 1, 1]                 # not compiled at the first step: at step 2, as needed
+    assert launch()["ready"] == [1, 1, 1, 1, 1]                 # cached again, the next launch loads it first

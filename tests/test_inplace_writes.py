@@ -106,13 +106,26 @@ CHILD = textwrap.dedent(r'''
         return app, objects
 
     def arrays(objects):
-        """(label, attribute) of every public ndarray attribute of every object (sorted, deterministic)."""
+        """(label, attribute) of every public ndarray attribute of every object, and of every array in a public
+        tuple attribute as ``name[k]`` (ColliderSet.mesh_arrays), sorted, deterministic."""
         found = []
         for label, obj in objects.items():
             for name, value in sorted(vars(obj).items()):
-                if not name.startswith("_") and isinstance(value, np.ndarray) and value.size:
+                if name.startswith("_"):
+                    continue
+                if isinstance(value, np.ndarray) and value.size:
                     found.append((label, name))
+                elif isinstance(value, tuple):
+                    found += [(label, f"{name}[{k}]") for k, item in enumerate(value)
+                              if isinstance(item, np.ndarray) and item.size]
         return found
+
+    def array_of(obj, name):
+        """The array ``arrays`` named: an attribute, or ``name[k]``, the k-th item of a tuple attribute."""
+        if name.endswith("]"):
+            name, k = name[:-1].split("[")
+            return getattr(obj, name)[int(k)]
+        return getattr(obj, name)
 
     def values(arr):
         if arr.dtype.kind == "b":
@@ -127,7 +140,7 @@ CHILD = textwrap.dedent(r'''
 
     app, objects = scene()
     cases = [(label, name, key) for label, name in arrays(objects)
-             for key in values(getattr(objects[label], name))]
+             for key in values(array_of(objects[label], name))]
     print(json.dumps({"count": len(cases)}), flush=True)
     fresh = True
     for k, (label, name, key) in enumerate(cases):
@@ -137,7 +150,7 @@ CHILD = textwrap.dedent(r'''
             app, objects = scene()
         fresh = True
         print(json.dumps({"start": [label, name, key]}), flush=True)
-        arr = getattr(objects[label], name)
+        arr = array_of(objects[label], name)
         result = {"case": [label, name, key]}
         try:
             with np.errstate(all="ignore"):
@@ -194,7 +207,7 @@ def test_the_index_tables_and_rest_data_refuse_in_place_writes():
     # the arrays kernels index with are read-only: the write itself raises, no step can see it
     import numpy as np
 
-    from loom.components import Cloth, Pin, Tearable, TriangleMesh
+    from loom.components import Cloth, ColliderSet, Pin, Tearable, TriangleMesh
     from loom.engine import mesh
     from loom.systems.xpbd import XPBDClothData
     grid = mesh.grid(4, 4, 1.0, 1.0)
@@ -213,6 +226,10 @@ def test_the_index_tables_and_rest_data_refuse_in_place_writes():
         if arr.size:
             with pytest.raises(ValueError, match="read-only"):
                 arr.reshape(-1)[0] = 10**6 if arr.dtype.kind in "iu" else -1.0
+    packed = ColliderSet()                                          # the packed meshes kernels index with
+    packed.pack_meshes([tri])
+    for k, arr in enumerate(packed.mesh_arrays):
+        assert not arr.flags.writeable, f"ColliderSet.mesh_arrays[{k}] is writable"
     for name in ("x", "v", "x_prev", "force", "inv_mass"):          # the state stays writable
         assert getattr(cloth, name).flags.writeable, name
     assert pin.target.flags.writeable                               # games move targets in place (README)

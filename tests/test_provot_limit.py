@@ -87,20 +87,28 @@ def test_xpbd_strain_limit_holds_after_every_step_of_a_300_step_hang(make_app, n
     assert worst > TAU * (1 - 2 * SHRINK), f"the limit should bind in this hang, worst strain {worst:.3%}"
 
 
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "issue 44 item 8: kinetic + elastic energy reaches 1.22 × gravity's work at step 5 (0.079 J of 0.064 J); "
+    "2.08 × with the limit off: symplectic Euler at ω·h ≈ 0.7–1.0 (k = 200 N/m, 0.44 g particles, h = 1/960 s) makes "
+    "energy, and the limit removes part of it"))
 def test_mass_spring_limit_does_not_add_energy_to_a_stable_hang(make_app):
     # 16²: 16 substeps are within explicit stability here, so energy can only come from gravity. Springs
-    # store E ≥ 0 and damping and Provot's corrections remove energy, so the kinetic energy can never
-    # exceed gravity's work W = g·Σ m·(y₀ − y). Measured: at most 0.96·W (the first steps of free fall,
-    # where symplectic Euler gives n/(n + 1)); plain projections (ω = 1) reach 1.03·W, the former 10 plain
-    # passes 1.11·W.
+    # store E = Σ ½·k·(l − l₀)² ≥ 0, and damping and Provot's corrections may only remove energy, so kinetic plus
+    # stored elastic energy can never exceed gravity's work W = g·Σ m·(y₀ − y) (1 % allowed for rounding).
     app = make_app()
     cloth, _ = corner_hang(app, 16, material="cotton", model="mass_spring")
+    settings = cloth.settings
+    k = np.array([settings.stretch_stiffness, settings.shear_stiffness, settings.bend_stiffness])[cloth.link_kind]
     y0 = cloth.x[:, 1].copy()
     for step in range(STEPS):
         app.step()
         kinetic = 0.5 * float(cloth.mass @ (cloth.v ** 2).sum(axis=1))
+        length = np.linalg.norm(cloth.x[cloth.link_i] - cloth.x[cloth.link_j], axis=1)
+        elastic = 0.5 * float((k * (length - cloth.link_rest) ** 2).sum())
         work = 9.81 * float(cloth.mass @ (y0 - cloth.x[:, 1]))
-        assert kinetic <= work, f"step {step + 1}: kinetic energy {kinetic:.4g} J > gravity's work {work:.4g} J"
+        assert cloth.rejected_steps == 0
+        assert kinetic + elastic <= 1.01 * work, (
+            f"step {step + 1}: kinetic {kinetic:.4g} J + elastic {elastic:.4g} J > gravity's work {work:.4g} J")
         assert worst_strain(cloth) <= TAU + TOL
     assert kinetic < 0.1 * work, f"the sheet should have settled, kinetic {kinetic:.3g} J of {work:.3g} J"
 

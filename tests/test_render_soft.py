@@ -264,3 +264,103 @@ def test_a_headless_run_with_the_soft_renderer_saves_its_screenshot(tmp_path, ca
     assert image.get_size() == (160, 120)
     lit = np.count_nonzero(pygame.surfarray.array3d(image).sum(axis=2))
     assert lit > 1000, f"only {lit} non-black pixels: the cloth was not drawn into the screenshot"
+
+
+# --- solids: the App's colliders and props ------------------------------------------------------------------------
+def _silhouette(shape, position, camera, depth_samples: int = 121) -> np.ndarray:
+    """(w, h) bool: pixels whose orthographic ray (along the camera's −z) meets ``shape`` placed at ``position``,
+    from the tests' own NumPy signed distance (shape_examples.reference), never Loom's kernels or tessellation."""
+    from shape_examples import reference
+    distance = reference(shape)
+    w, h = SIZE
+    half_h = camera.ortho_height / 2
+    half_w = half_h * w / h
+    px = (np.arange(w) + 0.5) / w * 2 * half_w - half_w + camera.target[0]
+    py = half_h - (np.arange(h) + 0.5) / h * 2 * half_h + camera.target[1]
+    z = np.linspace(-1.0, 1.0, depth_samples)
+    X, Y, Z = np.meshgrid(px, py, z, indexing="ij")
+    local = np.stack([X, Y, Z], axis=-1) - np.asarray(position)
+    return (distance(local.reshape(-1, 3)).reshape(w, h, depth_samples) <= 0.0).any(axis=2)
+
+
+def _shifted(mask: np.ndarray, combine) -> np.ndarray:
+    """``mask`` combined with its four one-pixel shifts: eroded (np.logical_and) or grown (np.logical_or)."""
+    out = mask.copy()
+    padded = np.pad(mask, 1, mode="edge")
+    for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        out = combine(out, padded[1 + dx:padded.shape[0] - 1 + dx, 1 + dy:padded.shape[1] - 1 + dy])
+    return out
+
+
+def test_solids_draw_every_collider_shape_where_its_surface_is_seen():
+    from shape_examples import every_shape
+
+    from loom.components import Collider, Transform
+    from loom.components.collider import Plane
+    for shape in every_shape(1.0):
+        if isinstance(shape, Plane):
+            continue                                              # seen edge-on by this camera: the next test
+        app = App()
+        position = (0.1, -0.05, 0.0)
+        app.spawn(Collider(shape), Transform(position=position))
+        renderer = SoftRenderer(SIZE)
+        assert renderer.draw(app, canvas(), ORTHO).width == 0     # off by default: the game draws its bodies
+        surface = canvas()
+        renderer.draw(app, surface, ORTHO, solids=True)
+        seen = _silhouette(shape, position, ORTHO)
+        covered = renderer.covered
+        # a pixel is 2/120 m: the 32-segment tessellation and the sampled reference may differ by one pixel
+        inner, grown = _shifted(seen, np.logical_and), _shifted(seen, np.logical_or)
+        name = type(shape).__name__
+        assert inner.sum() > 100, name
+        assert covered[inner].all(), f"{name}: {int((~covered[inner]).sum())} pixels of its silhouette not drawn"
+        assert not covered[~grown].any(), f"{name}: {int(covered[~grown].sum())} pixels drawn outside its silhouette"
+        r, g, b = rgb_at(surface, *np.argwhere(inner)[len(np.argwhere(inner)) // 2])
+        assert (r, g, b) != BACKGROUND and abs(r - g) < 40 and abs(g - b) < 40, f"{name}: {(r, g, b)} is not grey"
+        app.close()
+
+
+def test_solids_follow_the_settings_the_styles_and_the_depth_buffer():
+    from loom.components import Collider, Sphere, Transform
+    from loom.components.collider import Plane
+    from loom.components.render import ColliderStyle, Prop
+    centre = (SIZE[0] // 2, SIZE[1] // 2)
+    app = App()
+    ball = app.spawn(Collider(Sphere(0.3)), Transform(position=(0.0, 0.0, 0.5)),
+                     ColliderStyle(color=(0.9, 0.1, 0.1)))               # in front of the sheet
+    app.spawn(sheet(z=0.0), BLUE)
+    renderer, surface = SoftRenderer(SIZE), canvas()
+    renderer.draw(app, surface, ORTHO, solids=True)
+    r, g, b = rgb_at(surface, *centre)
+    assert r > 3 * b, f"the red ball in front of the sheet should hide it: {(r, g, b)}"
+    corner = (int(SIZE[0] * 0.38), int(SIZE[1] * 0.38))                  # on the sheet, beside the ball
+    r, g, b = rgb_at(surface, *corner)
+    assert b > 3 * r, f"the sheet beside the ball: {(r, g, b)}"
+    app.add_component(ball, Transform(position=(0.0, 0.0, -0.5)))         # behind the sheet: hidden
+    surface = canvas()
+    renderer.draw(app, surface, ORTHO, solids=True)
+    r, g, b = rgb_at(surface, *centre)
+    assert b > 3 * r, f"the sheet in front of the ball: {(r, g, b)}"
+    hidden = RenderSettings(show_colliders=False)                         # colliders off, props stay
+    app.spawn(Prop(Sphere(0.2), color=(0.1, 0.9, 0.1)), Transform(position=(0.0, 0.0, 0.8)))
+    surface = canvas()
+    renderer.draw(app, surface, ORTHO, settings=hidden, solids=True)
+    r, g, b = rgb_at(surface, *centre)
+    assert g > 3 * r and g > 3 * b, f"the green prop in front: {(r, g, b)}"
+    floor = App()
+    floor.spawn(Collider(Plane((0.0, 0.0, 1.0))), Transform(position=(0.0, 0.0, -0.2)))   # a wall facing the eye
+    surface = canvas()
+    renderer.draw(floor, surface, ORTHO, solids=True)
+    assert renderer.covered.all(), "a plane facing the camera covers the whole view"
+    ground = App()                                                        # a floor seen in perspective: its
+    ground.spawn(Collider(Plane((0.0, 1.0, 0.0))), Transform(position=(0.0, -0.5, 0.0)))   # square reaches behind
+    eye = Camera(target=(0.0, 0.0, 0.0), distance=4.0, pitch=0.2)        # the eye, clipped, not dropped
+    renderer.draw(ground, canvas(), eye, solids=True)
+    below = eye.project(np.array([[0.0, -0.5, 0.0]]), *SIZE)[0]
+    assert renderer.covered[:, int(below[1]):].all(), "the floor covers the view below its centre"
+    assert not renderer.covered[:, 0].any(), "the sky above the horizon stays the game's"
+    ground.close()
+    with pytest.raises(TypeError, match="solids=True"):
+        renderer.draw(sheet(), canvas(), ORTHO, solids=True)
+    app.close()
+    floor.close()

@@ -93,7 +93,7 @@ def test_two_cloths_collide_with_each_other(make_app):
 
 def test_self_collision_off_lets_a_sheet_pass_through_itself(make_app):
     """The control for the tests above: without the system, the heap interpenetrates. The sheet starts 0.1 mm
-    off flat (seeded noise across it): dropped perfectly flat and upright, its yarns (solved exactly, issue 17) hold
+    off flat (seeded noise across it): dropped perfectly flat and upright, its yarns (line solves, issue 17) hold
     it standing on its lower edge, an unstable balance any imperfection topples; plain sweeps left it sagging."""
     app = make_app()
     app.spawn(Collider(Plane()), Transform())

@@ -217,7 +217,7 @@ def test_tethers_cure_super_elastic_sag_at_high_resolution(make_app, pinned_shee
 
 def test_yarns_cure_super_elastic_sag_without_tethers(make_app):
     # A 48² curtain hung by its whole top edge, no tethers and no stretch limit, 4 substeps × 3 sweeps: plain sweeps
-    # stretch it like rubber; with yarns each column is solved exactly from its pinned top, so it hangs at its
+    # stretch it like rubber; with yarns each column is solved as one line from its pinned top, so it hangs at its
     # rest length (the sheet of the test above, hung by two corners only, has a top edge that cannot sag without
     # stretching: no solver keeps that inextensible, which is what the tethers' or the limit's slack is for).
     stretch = {}

@@ -393,7 +393,7 @@ def test_after_the_collisions_friction_holds_a_particle_against_a_pull_it_can_be
     all, a larger one slides it by the excess (kinetic), Coulomb's law on the pass after the collisions. The other
     particles move as if nothing were held (their moves come from the multipliers, not from the held particles'
     positions), bit for bit. Before stop 36 a friction-held particle was fixed in that pass whatever pulled it: a
-    tablecloth stretched where friction held it stayed stretched, and the two families of yarns, each solved exactly
+    tablecloth stretched where friction held it stayed stretched, and the two families of yarns, each solved line by line
     with those ends fixed, pulled the free particles between them one way and the other every substep (the 128² drape
     game's cloth beside its ball: 0.4–0.7 m/s of jitter, 270 links over 1.5 %; docs/models.md, "Friction after the
     collisions")."""
@@ -442,16 +442,17 @@ def test_a_resting_particle_lifted_in_the_substep_is_pulled_back_down_to_its_sur
     assert 0.0 < gentle[1, 1] < 0.002 and gentle_contact[1, 4] == 0.0
 
 
+class RimChatters(AssertionError):
+    """A resting tablecloth faster than 1 mm/s: the one failure the rim test is marked xfail for."""
+
+
+@pytest.mark.xfail(strict=True, raises=RimChatters, reason=(
+    "issue 44 item 3: the rim still chatters; measured 0.17 m/s"))
 def test_a_tablecloth_on_a_round_table_settles_without_chattering_at_the_rim():
-    """The drape game's round table without its ball, a 24 × 24 tablecloth on yarns, no self-collision: after 14 s the
-    fastest particle over the next second moves under 0.2 m/s (measured 0.17 m/s, 4 particles over 0.1 and 6 over
-    0.05). It catches the rim's particles leaving and re-meeting the table every substep: 0.28–0.29 m/s when a
-    particle the sweeps lifted off the table stayed there (stop 33), 0.25 m/s (29 over 0.1, 135 over 0.05) when a
-    particle a hair beyond the rim's reach counted as free (``environment.CONTACT_SKIN``). The bound was 0.15 before
-    stop 34 (0.09 then, none over 0.1 but 23 over 0.05, and the tablecloth crept off the table): holding
-    friction-held particles after the collisions (``yarns._project_links``) left one corner of the rim a little
-    faster and the rest calmer. Not zero: what still moves is where the cloth bends over the rim (docs/models.md,
-    "Creep on a table")."""
+    """The drape game's round table without its ball, a 24 × 24 tablecloth on yarns, no self-collision, settled for
+    14 s: over the next second no particle moves faster than 1 mm/s (issue 44 item 3: cloth at rest is still). What
+    still moves is where the cloth bends over the rim, its particles leaving and re-meeting the table every substep
+    (docs/models.md, "Creep on a table"). No step may be refused."""
     from loom.games import drape
     app = App(dt=1.0 / 60.0, substeps=8, threads=1).add_plugin(DefaultPlugins)
     cloth = drape.build_scene(app, n=24, yarns=True)
@@ -465,7 +466,9 @@ def test_a_tablecloth_on_a_round_table_settles_without_chattering_at_the_rim():
         app.step(1)
         peak = max(peak, float(np.linalg.norm(cloth.v, axis=1).max()))
     app.close()
-    assert peak < 0.2
+    assert cloth.rejected_steps == 0
+    if peak > 1e-3:
+        raise RimChatters(f"fastest particle {peak:.3g} m/s after 14 s at rest (bound 1 mm/s)")
 
 
 def test_the_drape_games_tablecloth_on_yarns_stays_on_the_table():

@@ -44,7 +44,7 @@ from numba import prange
 
 from loom.components import Cloth, Collider, ColliderSet, Transform
 from loom.components.cloth import HELD, STUCK
-from loom.components.collider import BOX, FLAT, PLANE, ROUND, Packing, TriangleMesh, quaternion_of
+from loom.components.collider import BOX, FLAT, PLANE, ROUND, Packing, quaternion_of
 from loom.engine import App
 from loom.launch import cold_kernels
 from loom.engine.persist import persistent
@@ -158,8 +158,7 @@ def gather_colliders(app: App, dt: float) -> None:
     if polygons or packed.polygons.shape[0]:
         packed.polygons = np.concatenate(polygons) if polygons else np.zeros((0, 2))
     if packed.mesh_arrays is None or [id(m) for m in meshes] != [id(m) for m in packed.meshes]:
-        packed.meshes = meshes                                    # static meshes: packed once
-        packed.mesh_arrays = _pack_meshes(meshes)
+        packed.pack_meshes(meshes)                                # static meshes: packed once
     if same:
         packed.impulse.fill(0.0)
         packed.impulse_point.fill(0.0)
@@ -346,28 +345,6 @@ class ContactScratch:
                                       np.zeros(k), np.zeros((k, 3)), np.zeros(k), np.zeros(k, np.int64),
                                       np.zeros((CHUNKS, k, 7)),
                                       np.zeros((CHUNKS, 4)), np.zeros(3), np.zeros((CHUNKS, k, 7))))
-
-
-def _pack_meshes(meshes: list[TriangleMesh]) -> tuple[np.ndarray, ...]:
-    """Concatenate the meshes' vertices, triangles and grids: ``Shapes``' mv, mt, minfo, mcell, mcelltri."""
-    if not meshes:
-        return (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
-                np.zeros(0, np.int32))
-    info = np.zeros((len(meshes), 10))
-    verts, tris, starts, cells = [], [], [], []
-    v_off = t_off = s_off = c_off = 0
-    for k, m in enumerate(meshes):
-        info[k] = (*m.grid_origin, m.cell_size, *m.grid_shape, t_off, s_off, c_off)
-        verts.append(m.vertices)
-        tris.append(m.triangles + v_off)
-        starts.append(m.cell_start)
-        cells.append(m.cell_triangles)
-        v_off += m.vertices.shape[0]
-        t_off += m.triangles.shape[0]
-        s_off += m.cell_start.shape[0]
-        c_off += m.cell_triangles.shape[0]
-    return (np.concatenate(verts), np.concatenate(tris).astype(np.int32), info,
-            np.concatenate(starts).astype(np.int64), np.concatenate(cells).astype(np.int32))
 
 
 # --- kernels --------------------------------------------------------------------------------------

@@ -34,13 +34,14 @@ import moderngl
 import numba
 import numpy as np
 
-from loom.components import Camera, Cloth, Collider, Transform
+from loom.components import Camera, Cloth
 from loom.components.collider import Plane
-from loom.components.render import FLOOR_COLOR, SOLID_COLOR, ClothStyle, ColliderStyle, Prop, RenderSettings
+from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
 from loom.engine.frame_stats import FrameStats
 from loom.launch.cold_kernels import called_from, python_twin
 from loom.engine.window import FrameCapture, LoadingView, Window, WindowSettings, create_gl_context, save_png
+from loom.systems.render.solids import model_matrix, visible_solids
 from loom.systems.render.surface import ClothSurface
 
 CLOTH_FLOATS = 9
@@ -685,29 +686,12 @@ class GLRenderer:
 
     # --- colliders and props -------------------------------------------------------------------------------------
     def _solid_items(self, app: App, settings: RenderSettings) -> list[tuple[_SolidGPU, bytes, tuple, float]]:
-        """(mesh, model matrix, colour, tile side [m]) of every visible Prop, and of every active collider when
-        ``show_colliders``; free the meshes of gone ones."""
-        items, seen = [], set()
-        if settings.show_colliders:
-            for entity, collider in app.query(Collider):
-                style = app.try_get(entity, ColliderStyle)
-                if not collider.active or style is not None and not style.visible:
-                    continue
-                transform = app.try_get(entity, Transform)
-                plane = isinstance(collider.shape, Plane)
-                if style is None:
-                    color, tiles = (FLOOR_COLOR, 0.5) if plane else (SOLID_COLOR, 0.0)
-                else:
-                    color, tiles = tuple(style.color), style.tiles
-                seen.add(("collider", entity))
-                items.append((self._solid_gpu(("collider", entity), collider.shape), _model_matrix(transform),
-                              color, tiles))
-        for entity, prop in app.query(Prop):
-            if not prop.visible:
-                continue
-            seen.add(("prop", entity))
-            items.append((self._solid_gpu(("prop", entity), prop.shape), _model_matrix(app.try_get(entity, Transform)),
-                          tuple(prop.color), prop.tiles))
+        """(mesh, model matrix, colour, tile side [m]) of every solid to draw (``solids.visible_solids``); free the
+        meshes of gone ones."""
+        solids = visible_solids(app, settings)
+        items = [(self._solid_gpu(solid.key, solid.shape), _gl_matrix(model_matrix(solid.transform)), solid.color,
+                  solid.tiles) for solid in solids]
+        seen = {solid.key for solid in solids}
         for key in [k for k in self._solids if k not in seen]:
             self._solids.pop(key).release()
         return items
@@ -937,15 +921,6 @@ def weave_image(threads: int = 4, texels: int = 16, seed: int = 7) -> np.ndarray
 def _gl_matrix(matrix: np.ndarray) -> bytes:
     """A row-major 4×4 matrix as the column-major float32 bytes GL uniforms take."""
     return np.ascontiguousarray(np.asarray(matrix).T, dtype=np.float32).tobytes()
-
-
-def _model_matrix(transform: Transform | None) -> bytes:
-    """The 4×4 local → world matrix of a Transform (identity for None), as GL bytes."""
-    model = np.eye(4)
-    if transform is not None:
-        model[:3, :3] = transform.rotation
-        model[:3, 3] = transform.position
-    return _gl_matrix(model)
 
 
 def _light_projection(light: np.ndarray, center: np.ndarray, half: float, size: int) -> np.ndarray:

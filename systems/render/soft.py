@@ -21,8 +21,9 @@ per pixel (no painter's sort)::
 entity's ``ClothStyle`` (colours, checker or image texture — the default "weave" is drawn plain: its threads
 are finer than a sprite-scale pixel and this rasterizer does not filter — subdivision, visible) and the App's
 ``RenderSettings`` (view shaded / normals / wireframe / strain / particles, light_direction, ambient,
-strain_scale, point_size). ``background``, ``show_colliders`` and ``hud`` are the game's business here: the
-game owns the surface. The normals view and Loop subdivision follow Fisher's notes ("Rendering"). What a frame
+strain_scale, point_size). ``background`` and ``hud`` are the game's business here: the game owns the surface;
+``draw(..., solids=True)`` adds the App's props and (``show_colliders``) colliders, as the GL renderer draws them.
+The normals view and Loop subdivision follow Fisher's notes ("Rendering"). What a frame
 costs: docs/embedding.md.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
 from loom.engine.window import FrameCapture, save_png
 from loom.systems.render import soft_kernels as _k
+from loom.systems.render.solids import model_matrix, visible_solids
 from loom.systems.render.surface import ClothSurface
 from loom.systems.shared.held import hold
 
@@ -48,6 +50,10 @@ WIRE_WIDTH = 0.6
 PINNED_COLOR = np.array([1.0, 0.85, 0.1])
 """RGB in [0, 1] of pinned particles (inverse mass 0) in the particles view."""
 _NO_IMAGE = np.zeros((1, 1, 3), np.uint8)
+CLIP_INSET = 1e-9
+"""How far inside the near and far planes solids are clipped (clip-space units), so the new corners project
+inside the depth range despite rounding."""
+_NO_UV_LO, _NO_UV_SPAN = np.zeros(2), np.ones(2)            # a solid's checker is in its own uv [m]
 
 
 class SoftRenderer:
@@ -65,6 +71,7 @@ class SoftRenderer:
         self._valid = np.empty(0, np.bool_)
         self._default_style = ClothStyle()             # made once: validation costs more than a small cloth
         self._default_settings = RenderSettings()
+        self._solids: dict[tuple[str, int], tuple] = {}  # solid key → (shape, its look, _SolidMesh)
         self.resize(size)
 
     def resize(self, size: tuple[int, int]) -> None:
@@ -92,14 +99,18 @@ class SoftRenderer:
         return self.depth <= 1.0
 
     def draw(self, app_or_clothes: App | Cloth | Iterable[Cloth], surface: pygame.Surface, camera: Camera,
-             *, style: ClothStyle | None = None, settings: RenderSettings | None = None) -> pygame.Rect:
+             *, style: ClothStyle | None = None, settings: RenderSettings | None = None,
+             solids: bool = False) -> pygame.Rect:
         """Draw every cloth of an App (or the Cloth or cloths given) onto ``surface`` as seen by ``camera``.
 
         Each cloth's style, in order: ``style`` if passed (it wins for every cloth); else the ClothStyle
         component on the cloth's entity — for an App its own entities, for a bare Cloth or cloths the entity
         holding that Cloth object in whichever App (esper world) has it (``entity_styles``); else
-        ``ClothStyle()``. settings: default the App's RenderSettings resource, else ``RenderSettings()``. Returns the rectangle of pixels
-        changed (empty when nothing is visible), for ``pygame.display.update(rect)``. Raises ValueError if
+        ``ClothStyle()``. settings: default the App's RenderSettings resource, else ``RenderSettings()``.
+        ``solids=True`` (an App only) also draws its Props and, when ``settings.show_colliders``, its active
+        colliders, shaded in their colours with the cloth in one depth buffer, as the GL renderer does
+        (``solids.visible_solids``); off by default, for a game that draws its own bodies. Returns the rectangle of
+        pixels changed (empty when nothing is visible), for ``pygame.display.update(rect)``. Raises ValueError if
         the surface size is not the renderer's, TypeError for a wrong kind of argument."""
         if not isinstance(surface, pygame.Surface):
             raise TypeError(f"SoftRenderer.draw surface = {surface!r}: expected a pygame.Surface")
@@ -125,6 +136,11 @@ class SoftRenderer:
             elif cloth.triangles.shape[0]:                             # ropes show in the particles view only
                 surfaces[id(cloth)] = self._draw_surface(cloth, cloth_style, settings, mvp)
         self._surfaces = surfaces                                      # forget cloths no longer drawn
+        if solids:
+            if not isinstance(app_or_clothes, App):
+                raise TypeError(f"SoftRenderer.draw solids=True: draws an App's colliders and props; got "
+                                f"{type(app_or_clothes).__name__}, pass the App")
+            self._draw_solids(app_or_clothes, settings, mvp)
         x0, y0, x1, y1 = (int(v) for v in self._bbox)
         if x1 < x0:
             return pygame.Rect(0, 0, 0, 0)
@@ -186,6 +202,31 @@ class SoftRenderer:
         _k.splat_points(screen, valid, cloth.inv_mass, settings.point_size, style.front_color, PINNED_COLOR,
                         self._target)
 
+    def _draw_solids(self, app: App, settings: RenderSettings, mvp: np.ndarray) -> None:
+        """Place, project and rasterize every solid of ``visible_solids`` (tessellated again only when its shape
+        or sizes change); forget the tessellations of gone ones."""
+        kept = {}
+        for solid in visible_solids(app, settings):
+            entry = self._solids.get(solid.key)
+            look = solid.shape.look()
+            if entry is None or entry[0] is not solid.shape or entry[1] != look:
+                entry = (solid.shape, look, _SolidMesh(solid.shape.tessellate()))
+            kept[solid.key] = entry
+            mesh = entry[2]
+            mesh.place(model_matrix(solid.transform))
+            x, normal, uv = clip_triangles(mesh.x, mesh.normal, mesh.uv, mvp)
+            screen, valid = self._scratch_for(x.shape[0])
+            _k.project_points(x, mvp, self.size[0], self.size[1], screen, valid)
+            color = np.asarray(solid.color, np.float64)
+            texture = _k.RasterTexture(_k.CHECKER if solid.tiles > 0 else _k.NO_TEXTURE, float(solid.tiles),
+                                       _NO_IMAGE, _NO_UV_LO, _NO_UV_SPAN)
+            triangles = mesh.triangles if x is mesh.x else _triangle_list(x.shape[0])
+            strain = mesh.strain if x is mesh.x else np.zeros(x.shape[0])
+            _k.rasterize(hold(_k.RasterMesh(screen, valid, normal, uv, strain, triangles)),
+                         settings.light_direction, color, color, settings.ambient, _k.SHADED, settings.strain_scale,
+                         hold(texture), 0.0, self._target)
+        self._solids = kept
+
     def _scratch_for(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Projected points (n, 4) and their validity (n,): views of buffers grown to the largest n seen."""
         if self._valid.shape[0] < n:
@@ -209,6 +250,88 @@ class SoftRenderer:
             del pixels
         if target is not surface:
             surface.blit(target, rect, area=rect)
+
+
+class _SolidMesh:
+    """A solid's tessellation (``collider.Shape.tessellate``, a triangle list in its local frame) and its world
+    positions and normals, rewritten in place each frame (``place``)."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.local = np.ascontiguousarray(rows[:, :6])
+        """Local positions [m] and unit normals, (3·t, 6)."""
+        self.uv = np.ascontiguousarray(rows[:, 6:8])
+        """The tessellation's uv [m] (a plane's checker), (3·t, 2)."""
+        n = rows.shape[0]
+        self.triangles = _triangle_list(n)
+        self.x = np.empty((n, 3))
+        self.normal = np.empty((n, 3))
+        self.strain = np.zeros(n)
+
+    def place(self, model: np.ndarray) -> None:
+        """World positions and normals under the 4×4 rigid ``model`` matrix (rotation and translation)."""
+        rotation = model[:3, :3].T
+        np.matmul(self.local[:, :3], rotation, out=self.x)
+        self.x += model[:3, 3]
+        np.matmul(self.local[:, 3:], rotation, out=self.normal)
+
+
+def _triangle_list(n: int) -> np.ndarray:
+    """The triangles (n/3, 3) int32 of a triangle list of n corners, read-only like a ClothSurface's (one type
+    for the rasterizer: no second compile)."""
+    triangles = np.arange(n, dtype=np.int32).reshape(-1, 3)
+    triangles.flags.writeable = False
+    return triangles
+
+
+def clip_triangles(x: np.ndarray, normal: np.ndarray, uv: np.ndarray,
+                   mvp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clip a triangle list (x (3·t, 3) [m], unit normals, uv) against the view's near and far planes (clip
+    space: −w ≤ z ≤ w; Sutherland & Hodgman 1974), so a large solid reaching behind the eye (a floor's 120 m
+    square) keeps its visible part instead of losing every triangle with a vertex out of range (the rasterizer
+    drops those). Returns the arrays unchanged when nothing crosses, else new triangle lists (a triangle cut by
+    a plane becomes one or two). Attributes are interpolated linearly in world space."""
+    if x.shape[0] == 0:
+        return x, normal, uv
+    h = x @ mvp[2:4, :3].T + mvp[2:4, 3]                        # clip z and w of every vertex
+    if (h[:, 1] + h[:, 0]).min() > CLIP_INSET and (h[:, 1] - h[:, 0]).min() > CLIP_INSET:
+        return x, normal, uv                                    # (a solid inside the view: nothing to cut)
+    rows = np.concatenate([x, normal, uv], axis=1).reshape(-1, 3, 8)
+    for sign in (1.0, -1.0):                                    # w + z ≥ 0 (near), w − z ≥ 0 (far)
+        plane = mvp[3] + sign * mvp[2]
+        rows = _clip_by(rows, rows[..., :3].reshape(-1, 3) @ plane[:3] + plane[3] - CLIP_INSET)
+    flat = rows.reshape(-1, 8)
+    normals = flat[:, 3:6] / np.maximum(np.linalg.norm(flat[:, 3:6], axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(flat[:, :3]), np.ascontiguousarray(normals), np.ascontiguousarray(flat[:, 6:8])
+
+
+def _clip_by(tris: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Triangles (t, 3, 8) of vertex rows clipped to d ≥ 0 (d: (3·t,) the plane's value at each vertex)."""
+    d = d.reshape(-1, 3)
+    inside = d >= 0.0
+    count = inside.sum(axis=1)
+    keep = [tris[count == 3]]
+    one, two = count == 1, count == 2
+    if one.any():                                   # one corner in: the triangle shrinks to it
+        a = np.argmax(inside[one], axis=1)
+        keep.append(_cut(tris[one], d[one], a, lone=True))
+    if two.any():                                   # two corners in: a quad, two triangles
+        a = np.argmin(inside[two], axis=1)
+        keep.append(_cut(tris[two], d[two], a, lone=False))
+    return np.concatenate(keep) if len(keep) > 1 else keep[0]
+
+
+def _cut(tris: np.ndarray, d: np.ndarray, a: np.ndarray, lone: bool) -> np.ndarray:
+    """Cut each triangle at its edges from corner ``a`` (the lone corner on its side of the plane), keeping the
+    corner's side when ``lone``, else the other two corners' side (as two triangles); winding kept."""
+    k = np.arange(tris.shape[0])
+    b, c = (a + 1) % 3, (a + 2) % 3
+    pa, pb, pc = tris[k, a], tris[k, b], tris[k, c]
+    da, db, dc = d[k, a][:, None], d[k, b][:, None], d[k, c][:, None]
+    ab = pa + (pb - pa) * (da / (da - db))            # where the edges from a cross the plane
+    ac = pa + (pc - pa) * (da / (da - dc))
+    if lone:
+        return np.stack([pa, ab, ac], axis=1)
+    return np.concatenate([np.stack([ab, pb, pc], axis=1), np.stack([ab, pc, ac], axis=1)])
 
 
 # --- style lookup --------------------------------------------------------------------------------------
@@ -248,17 +371,19 @@ class SoftRenderPlugin:
     """Draw every Cloth onto ``surface`` once per frame in the RENDER stage (system ``draw_cloth_soft``).
 
     camera: the Camera to draw with; None: the first entity with a Camera component, else ``Camera()`` (as
-    the GL renderer chooses). style overrides every cloth's ClothStyle. The renderer is
+    the GL renderer chooses). style overrides every cloth's ClothStyle; ``solids=True`` draws the App's props and
+    colliders too (``SoftRenderer.draw``). The renderer is
     ``plugin.renderer``; the rectangle drawn last frame ``plugin.last_rect``. RENDER runs at the end of
     ``app.update``, so draw the game's background before calling it."""
 
     def __init__(self, surface: pygame.Surface, camera: Camera | None = None, *,
-                 style: ClothStyle | None = None) -> None:
+                 style: ClothStyle | None = None, solids: bool = False) -> None:
         if not isinstance(surface, pygame.Surface):
             raise TypeError(f"SoftRenderPlugin surface = {surface!r}: expected a pygame.Surface")
         self.surface = surface
         self.camera = camera
         self.style = style
+        self.solids = bool(solids)
         self.renderer = SoftRenderer(surface.get_size())
         self.last_rect = pygame.Rect(0, 0, 0, 0)
         self._default_camera = Camera()
@@ -281,4 +406,4 @@ class SoftRenderPlugin:
     def draw_cloth(self, app: App, dt: float) -> None:
         """Draw the App's cloths onto the plugin's surface (dt, the real frame time, is unused)."""
         camera = self.camera or next((c for _, c in app.query(Camera)), None) or self._default_camera
-        self.last_rect = self.renderer.draw(app, self.surface, camera, style=self.style)
+        self.last_rect = self.renderer.draw(app, self.surface, camera, style=self.style, solids=self.solids)

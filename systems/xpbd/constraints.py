@@ -6,8 +6,8 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
   distance form is Provot 1995's structural/shear/flexion springs and Fuhrmann 2003's
   constraints (eqs. 5–9: mass-weighted corrections that keep the centre of mass);
 - yarns (``loom.systems.xpbd.yarns``): after each sweep's links and bends, every warp and weft line of
-  stretch links is solved exactly (a tridiagonal system per line), so a correction crosses the cloth in
-  one sweep;
+  stretch links takes one linearised XPBD step together (a tridiagonal system per line, block Gauss–Seidel
+  across lines), so a correction crosses the cloth in one sweep;
 - after the collisions (set ``ClothSet.SETTLE``): ``settle_yarns``, the yarns once more with this substep's
   contact normals, so what the contacts did to the links is taken out before the velocities are updated; then
   ``limit_links``, Provot 1995's deformation limit:
@@ -46,7 +46,7 @@ from loom.systems.shared.model_index import cloths_of, clothes_of
 from loom.systems.shared.plan import Call, Plan, run
 from loom.systems.xpbd.data import XPBDClothData, XPBDData, prune_torn
 from loom.systems.xpbd.predict import MODEL
-from loom.systems.xpbd.yarns import SCRATCH, build_yarns, solve_yarn_group, touches
+from loom.systems.xpbd.yarns import SCRATCH, build_yarns, mark_heavy, remember_tension, solve_yarn_group, touches
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
@@ -240,7 +240,9 @@ def _constraint_arrays(cloth: Cloth, data: XPBDClothData, yarns_on: bool) -> Hel
     sweep_end = offsets[1:].astype(np.int64)
     if yarns_on:
         stretch = cloth.link_kind[cloth.link_order] == STRETCH
-        yarns = tuple(build_yarns(cloth.link_i, cloth.link_j, stretch, cloth.rest_x))
+        built = build_yarns(cloth.link_i, cloth.link_j, stretch, cloth.rest_x)
+        mark_heavy(built, cloth.inv_mass)
+        yarns = tuple(built)
         colour = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
         sweep_end = offsets[:-1] + np.bincount(colour[~stretch], minlength=offsets.shape[0] - 1)
     return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, offsets,
@@ -265,7 +267,7 @@ class ConstraintTables:
         self.plain: set[int] = set()
         """ids of the cloths solved without yarns this step although ``cloth.yarns`` is on: those that can tear (an
         active ``Tearable``; refreshed at each step's first substep). A cloth tears where links stay overstretched;
-        the yarns' exact solve fights that and throws the torn edge about (the sandbox's tear: 50 m/s)."""
+        the yarns' line solve fights that and throws the torn edge about (the sandbox's tear: 50 m/s)."""
 
     def uses_yarns(self, cloth: Cloth) -> bool:
         """Whether ``cloth``'s stretch links are solved as yarns this step."""
@@ -449,7 +451,8 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     (w_a + w_b + α̃) with α̃ = α/h², x_a += w_a·n·Δλ, x_b −= w_b·n·Δλ, n the unit direction b→a
     (Fuhrmann 2003 eqs. 6–9: mass weighting keeps the centre of mass).
     held: the cloth's held ``ConstraintArrays``; bend_compliance [rad/(N·m)]; writes x (n, 3) [m] and the
-    multipliers, which restart from 0 every substep.
+    multipliers, which restart from 0 every substep (the last substep's tension of a heavy yarn's links kept first,
+    for its geometric stiffness: ``yarns.remember_tension``).
 
     Tethers (one-sided, anchor fixed) run on every second sweep ending with the last: every sweep
     cost 14 % of the n = 128 step, once per substep let max strain rise from 0.16 % to 0.9 %,
@@ -488,6 +491,7 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     x = arrays.x
     link_lambda = arrays.link_lambda
     bend_lambda = arrays.bend_lambda
+    remember_tension(arrays.yarn_offsets, arrays.yarn_links, arrays.yarn_scratch, link_lambda, link_rest)
     link_lambda[:] = 0.0
     bend_lambda[:] = 0.0
     bend_alpha = bend_compliance * inv_h2

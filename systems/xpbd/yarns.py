@@ -1,4 +1,4 @@
-"""Yarns: every warp and weft line of a cloth's stretch links solved exactly, one tridiagonal system per line.
+"""Yarns: every warp and weft line of a cloth's stretch links solved as a line, one tridiagonal system per line.
 
 Why. A Gauss–Seidel sweep (``constraints._solve``) moves a correction one link per sweep, so a cloth that hangs
 from a contact (a tablecloth's skirt, a sheet on a ball, a cape pressed by the wind) carries its weight down
@@ -24,8 +24,27 @@ skipped. For a straight yarn the linearisation is exact: one solve puts every li
 a bent one converges over the iterations. This is line relaxation — a block Gauss–Seidel whose blocks are lines,
 as in alternating-direction methods — and it is what lets a correction cross a 64-link overhang in one sweep.
 
+Heavy yarns. The step above is Gauss–Newton: it drops the links' curvature, the term λ ∇²C_k = λ (I − n nᵀ)/l of the
+Hessian of the projection's Lagrangian (their geometric stiffness). That is harmless while neighbours weigh alike,
+but a light particle between heavy ones (a rope of 1 g and 10 kg beads, a weight hung on a sheet) is where it fails:
+near a straight line the light particle's sideways move shortens its links only to first order in its angle, so the
+linear solve asks it to move tens of times farther than its links are long, and their true lengths (second order in
+that move) overshoot, and the next substep starts from that: such a rope stretched to many times its length
+(tests/test_stress.py). A yarn whose neighbours' inverse masses differ by more than ``HEAVY_RATIO`` is solved with
+each free particle's inverse mass replaced by (m I + Σ k̃ (I − n nᵀ))⁻¹ over its two links on the yarn, k̃ =
+−λ/l₀ ≥ 0 from the link's multiplier at the end of the previous substep (tension only: a compressed link's negative
+stiffness would make the step indefinite): the Newton step with the geometric stiffness, as in Tournier et al. 2015
+("Stable constrained dynamics", SIGGRAPH) and Andrews et al. 2017 ("Geometric stiffness for real-time constrained
+multibody dynamics", Eurographics), both written for chains of very unequal masses; the multipliers are the last
+substep's, as this substep's are not known before its solve. Along a straight yarn (I − n nᵀ) n = 0, so the step
+there is the plain one and stays exact; sideways, a light particle under tension T moves as if it weighed m + h² T
+(1/l₁ + 1/l₂), so the line solve's answer stays where its linearisation holds. Its solve is ``_solve_heavy``: one
+yarn at a time, the inverse of each 3 × 3 block in closed form (two links: a 2 × 2 system,
+Sherman–Morrison–Woodbury).
+
 Cost: the Thomas algorithm is about twice a link projection's arithmetic per link, and only stretch links are
-yarns (a third of a grid's links).
+yarns (a third of a grid's links). A heavy yarn costs more (its 3 × 3 blocks, one yarn at a time, not four side
+by side); a cloth without one pays a test per yarn.
 """
 from __future__ import annotations
 
@@ -46,14 +65,14 @@ row turns 90° at a corner, a disc's lattice line 60° from the next, so neither
 PIVOT_FLOOR = 0.25
 """Smallest pivot, as a fraction of its row's diagonal [-], of the link that closes a stretch of yarn between two fixed
 particles (pins, grabs). Such a stretch held nearly straight has a nearly singular system: no move can shorten it, and
-the exact solve answers a tiny residual with a huge tension whose sideways part throws the yarn about (a taut
+the unfloored solve answers a tiny residual with a huge tension whose sideways part throws the yarn about (a taut
 47-link rope between two pins: 10 m/s; the sandbox's hands tearing the sheet apart: 50 m/s). Flooring that pivot
 bounds the tension, and the taut rope hangs still (0.2 m/s) at the strain plain sweeps leave (2.6 % against 2.3 %).
 Every other pivot is exact, however small: a yarn eliminated from its free end toward a pin ends on a pivot of
 1/m of its diagonal (m links), which is the true answer there (floored, a curtain's columns hung 2–4 % long)."""
 TAUT = 0.999
 """A stretch of yarn between two fixed particles whose ends are at least this fraction of its rest length apart [-]
-cannot reach its rest length: no solve has an answer, and the exact one jerks its particles sideways each pass (the
+cannot reach its rest length: no solve has an answer, and the line solve jerks its particles sideways each pass (the
 sandbox's hands pulling the hem apart: 60–80 m/s). Such a yarn is projected link by link that pass, as plain sweeps
 do, which spread the stretch calmly, each particle with its mobility in the pass. After the collisions the fixed
 particles are the pinned, grabbed and squeezed-out ones (``HELD``); one static friction holds (``STUCK``) moves in the
@@ -64,10 +83,18 @@ NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 """numba's options for a kernel that allocates nothing: no reference counting (its private ``_nrt`` option, there
 since numba 0.4x; with a numba that drops it, the kernels compile with counting, slower, not wrong). A kernel whose
 per-entry helpers take arrays otherwise counts a reference to each array at every call (``solve_yarn_group``)."""
-SCRATCH = 7
+SCRATCH = 8
 """Scratch values per yarn entry: the direction of the link into it (3), then that link's row of the system after
-elimination: diagonal, right-hand side, and the off-diagonal with the previous link; and 1.0 if the link closes a
-stretch between two fixed particles (``PIVOT_FLOOR``)."""
+elimination: diagonal, right-hand side, and the off-diagonal with the previous link; 1.0 if the link closes a
+stretch between two fixed particles (``PIVOT_FLOOR``); last, on a heavy yarn (``HEAVY_RATIO``), the link's tension
+stiffness over a substep, −λ/l₀ [kg] of its multiplier at the end of the previous substep (0 if slack), and at each
+yarn's first entry (no link into it) 1.0 if the yarn is heavy, else 0.0 (``mark_heavy``)."""
+HEAVY_RATIO = 20.0
+"""Inverse masses [-] of two neighbours along a yarn (neither fixed) more than this many times apart make the yarn
+heavy: its solve adds the links' geometric stiffness (``_solve_heavy``). Neighbours on a mesh's own masses differ
+a few times at most (4× on a grid, where a corner carries one triangle; 3× on a disc), so cloth built from a mesh
+is not heavy and keeps the plain solve; a rope of light and heavy beads, a weight hung on a sheet or a sheet with
+its inverse masses overridden is."""
 
 
 class Yarns(NamedTuple):
@@ -84,6 +111,40 @@ class Yarns(NamedTuple):
     """First yarn of each colour, (colours + 1,) int32: the yarns of a colour share no particle."""
     scratch: np.ndarray
     """Work space of the solve, (p, ``SCRATCH``) float64: a yarn writes only its own rows."""
+
+
+def mark_heavy(yarns: Yarns, inv_mass: np.ndarray) -> None:
+    """Flag the heavy yarns in ``yarns.scratch`` (column 7 of each yarn's first entry: 1.0 heavy, 0.0 not; module
+    docstring): those with two neighbours, neither fixed (inverse mass 0), whose inverse masses ``inv_mass`` (n,)
+    [1/kg] differ by more than ``HEAVY_RATIO``. Called when the solve's tables are built (a new inverse-mass array
+    rebuilds them)."""
+    first = yarns.offsets[:-1]
+    yarns.scratch[first, 7] = 0.0
+    if yarns.particles.shape[0] < 2:
+        return
+    w = np.asarray(inv_mass, np.float64)[yarns.particles]
+    a, b = w[:-1], w[1:]
+    inside = yarns.links[1:] >= 0                          # a link into the entry: the pair is on one yarn
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    far = inside & (lo > 0.0) & (hi > HEAVY_RATIO * lo)
+    yarn = np.repeat(np.arange(first.shape[0]), np.diff(yarns.offsets))[1:]
+    heavy = np.bincount(yarn[far], minlength=first.shape[0]) > 0
+    yarns.scratch[first[heavy], 7] = 1.0
+
+
+@numba.njit(inline="always", error_model="numpy")
+def remember_tension(offsets, links, scratch, link_lambda, link_rest):
+    """Before a substep's solve resets the multipliers: on each heavy yarn (``mark_heavy``), each link's tension
+    stiffness over the last substep, max(−λ, 0)/l₀ [kg] (λ [kg·m], the link's multiplier after that substep's two
+    passes; ``link_rest`` [m]) into ``scratch`` column 7 of the entry it leads to. A test per yarn elsewhere."""
+    one = np.uint64(1)
+    for y in range(offsets.shape[0] - 1):
+        first = np.uint64(offsets[y])
+        if scratch[first, 7] == 0.0:
+            continue
+        for e in range(first + one, np.uint64(offsets[y + 1])):
+            k = np.uint64(links[e])
+            scratch[e, 7] = max(-link_lambda[k], 0.0) / link_rest[k]
 
 
 def build_yarns(link_i: np.ndarray, link_j: np.ndarray, stretch: np.ndarray, rest_x: np.ndarray) -> Yarns:
@@ -232,7 +293,7 @@ called_from(__name__, _walk)     # a small cloth's yarns are walked in Python on
 @numba.njit(cache=True, error_model="numpy")
 def solve_yarn(y, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
                resting_only, x, x_prev, link_lambda):
-    """One exact XPBD solve of yarn y's links together (module docstring): tridiagonal, Thomas algorithm.
+    """One linearised XPBD step of yarn y's links together (module docstring): tridiagonal, Thomas algorithm.
 
     particles, links, offsets, scratch: the cloth's ``Yarns`` (arrays, not the tuple: a parallel kernel's loop
     body takes arrays); link tables (colour order): rest [m], compliance α [m/N], multipliers (written);
@@ -325,16 +386,16 @@ def _group(y0, count, particles, links, offsets, scratch, link_rest, link_compli
     one = np.uint64(1)
     a_first, a_last, a_on, a_stuck = _open(y0, 0, count, particles, links, offsets, scratch, link_rest,
                                            link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
-                                           link_lambda)
+                                           x_prev, link_lambda)
     b_first, b_last, b_on, b_stuck = _open(y0, 1, count, particles, links, offsets, scratch, link_rest,
                                            link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
-                                           link_lambda)
+                                           x_prev, link_lambda)
     c_first, c_last, c_on, c_stuck = _open(y0, 2, count, particles, links, offsets, scratch, link_rest,
                                            link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
-                                           link_lambda)
+                                           x_prev, link_lambda)
     d_first, d_last, d_on, d_stuck = _open(y0, 3, count, particles, links, offsets, scratch, link_rest,
                                            link_compliance, inv_h2, inv_mass, contact, resting_only, touching, x,
-                                           link_lambda)
+                                           x_prev, link_lambda)
     if not (a_on or b_on or c_on or d_on):
         return
     # forward elimination, the dependent chains: each yarn's first link's pivot, then the yarns' links side by side
@@ -391,10 +452,11 @@ def _back(on, e, first, last, below, ox, oy, oz, stuck, particles, links, scratc
 
 @numba.njit(inline="always", error_model="numpy")
 def _open(y0, i, count, particles, links, offsets, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
-          resting_only, touching, x, link_lambda):
+          resting_only, touching, x, x_prev, link_lambda):
     """Yarn y0 + i of a group of ``count``: its rows (``_rows``), or its links one by one when it is taut between two
     fixed particles (``_project_links``); returns (first entry, last entry, whether the tridiagonal solve runs on it,
-    ``stuck``). A yarn past the group's count: (0, 0, False, False)."""
+    ``stuck``). A heavy yarn (``HEAVY_RATIO``) is solved here whole (``_solve_heavy``) and not left to the group's
+    solve. A yarn past the group's count: (0, 0, False, False)."""
     if i >= count:
         return np.uint64(0), np.uint64(0), False, False
     first = np.uint64(offsets[y0 + i])              # unsigned entries: no wraparound test per access
@@ -404,6 +466,10 @@ def _open(y0, i, count, particles, links, offsets, scratch, link_rest, link_comp
     if mode == _LINKS:                              # pinned farther apart than its rest length: link by link
         _project_links(first, last, particles, links, link_rest, link_compliance, inv_h2, inv_mass, contact,
                        resting_only, touching, stuck, x, link_lambda)
+    elif mode == _SOLVE and scratch[first, 7] != 0.0:   # heavy: solved here, with the geometric stiffness
+        _solve_heavy(first, last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                     resting_only, touching, stuck, x, x_prev, link_lambda)
+        mode = _DONE
     return first, last, mode == _SOLVE, stuck
 
 
@@ -523,17 +589,7 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
                 touching, stuck, x, x_prev, link_lambda):
     """Back substitution at entry e of the yarn first … last (``solve_yarn``): Δλ of the link into e from ``below``
     (Δλ of the link out of it, direction o), then e's particle moved. Returns (Δλ of the link into e, its direction)."""
-    one = np.uint64(1)
-    gx, gy, gz = -ox * below, -oy * below, -oz * below        # −n_{e+1} Δλ_{e+1}: the link out of it
-    dlam = 0.0
-    if e > first:
-        off = scratch[e + one, 5] if e < last else 0.0
-        dlam = (scratch[e, 4] - off * below) * scratch[e, 3]
-        link_lambda[np.uint64(links[e])] += dlam
-        ox, oy, oz = scratch[e, 0], scratch[e, 1], scratch[e, 2]
-        gx += ox * dlam                     # +n_e Δλ_e: the link into it
-        gy += oy * dlam
-        gz += oz * dlam
+    dlam, ox, oy, oz, gx, gy, gz = _link_into(e, first, last, below, ox, oy, oz, links, scratch, link_lambda)
     b = np.uint64(particles[e])
     wb = _mobility(inv_mass, contact, b, resting_only, touching)
     if not touching:                                     # no normal: the same move without its products by zero
@@ -557,6 +613,24 @@ def _substitute(e, first, last, below, ox, oy, oz, particles, links, scratch, in
     x[b, 1] += f * my
     x[b, 2] += f * mz
     return dlam, ox, oy, oz
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _link_into(e, first, last, below, ox, oy, oz, links, scratch, link_lambda):
+    """Back substitution's multiplier at entry e: Δλ of the link into e from Δλ ``below`` of the link out of it
+    (direction o), added to ``link_lambda``; returns (Δλ, the link into e's direction, −n_{e+1} Δλ_{e+1} + n_e Δλ_e:
+    the direction e's particle moves along, times its mobility)."""
+    gx, gy, gz = -ox * below, -oy * below, -oz * below        # −n_{e+1} Δλ_{e+1}: the link out of it
+    dlam = 0.0
+    if e > first:
+        off = scratch[e + np.uint64(1), 5] if e < last else 0.0
+        dlam = (scratch[e, 4] - off * below) * scratch[e, 3]
+        link_lambda[np.uint64(links[e])] += dlam
+        ox, oy, oz = scratch[e, 0], scratch[e, 1], scratch[e, 2]
+        gx += ox * dlam                                       # +n_e Δλ_e: the link into it
+        gy += oy * dlam
+        gz += oz * dlam
+    return dlam, ox, oy, oz, gx, gy, gz
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -606,6 +680,118 @@ def _project_links(first, last, particles, links, link_rest, link_compliance, in
         x[b, 0] += fb * wb * s * dx
         x[b, 1] += fb * wb * s * dy
         x[b, 2] += fb * wb * s * dz
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _weigh(e, first, last, gx, gy, gz, particles, scratch, inv_mass, contact, resting_only, touching, along_surface):
+    """The move [m] of the particle at yarn entry e (of a heavy yarn, entries first … last) for a push g: its inverse
+    mass with the geometric stiffness of its links on the yarn, W̃ g = (m I + k̃₁ P₁ + k̃₂ P₂)⁻¹ g with P = I − n nᵀ
+    (directions n and stiffnesses k̃ [kg] in ``scratch`` columns 0–2 and 7 of the entry and of the next; module
+    docstring). The matrix is (m + k̃₁ + k̃₂) I − U D Uᵀ with U = [n₁ n₂], D = diag(k̃₁, k̃₂), whose inverse is
+    (I + U (c I − D UᵀU)⁻¹ D Uᵀ)/c, c = m + k̃₁ + k̃₂ (Woodbury): a 2 × 2 solve, its determinant
+    (m + k̃₁)(m + k̃₂) − k̃₁ k̃₂ (n₁·n₂)² ≥ m² > 0. With ``along_surface``, a particle resting on a surface (a normal c)
+    moves along it only: P_c W̃ P_c g, P_c = I − c cᵀ (w P_c g where nothing is taut, as in the plain solve). A fixed
+    particle does not move."""
+    one = np.uint64(1)
+    p = np.uint64(particles[e])
+    w = _mobility(inv_mass, contact, p, resting_only, touching)
+    if w == 0.0:
+        return 0.0, 0.0, 0.0
+    cx, cy, cz = _normal(contact, p, resting_only, touching)
+    if not along_surface:
+        cx = cy = cz = 0.0
+    along = gx * cx + gy * cy + gz * cz
+    gx, gy, gz = gx - cx * along, gy - cy * along, gz - cz * along
+    ax = ay = az = bx = by = bz = ka = kb = 0.0
+    if e > first:                                   # the link into the entry
+        ax, ay, az, ka = scratch[e, 0], scratch[e, 1], scratch[e, 2], scratch[e, 7]
+    if e < last:                                    # the link out of it
+        bx, by, bz, kb = scratch[e + one, 0], scratch[e + one, 1], scratch[e + one, 2], scratch[e + one, 7]
+    if ka == 0.0 and kb == 0.0:
+        return w * gx, w * gy, w * gz
+    m = 1.0 / w
+    c = m + ka + kb
+    s = ax * bx + ay * by + az * bz
+    pa = ka * (ax * gx + ay * gy + az * gz)
+    pb = kb * (bx * gx + by * gy + bz * gz)
+    det = (c - ka) * (c - kb) - ka * kb * s * s
+    u = ((c - kb) * pa + ka * s * pb) / det
+    v = ((c - ka) * pb + kb * s * pa) / det
+    rx, ry, rz = (gx + u * ax + v * bx) / c, (gy + u * ay + v * by) / c, (gz + u * az + v * bz) / c
+    along = rx * cx + ry * cy + rz * cz
+    return rx - cx * along, ry - cy * along, rz - cz * along
+
+
+@numba.njit(cache=True, error_model="numpy", **NO_REFCOUNT)
+def _solve_heavy(first, last, particles, links, scratch, link_rest, link_compliance, inv_h2, inv_mass, contact,
+                 resting_only, touching, stuck, x, x_prev, link_lambda):
+    """One solve of the heavy yarn at entries first … last whose rows ``_rows`` has written (directions, the pivot
+    floor's flag): the rows again with each particle's inverse mass and its links' geometric stiffness (``_weigh``,
+    module docstring), then the Thomas algorithm as in ``solve_yarn`` (``_eliminate``, the same pivot floors), and
+    the back substitution moving each particle by ``_weigh`` of its push, with the contacts' one-sidedness, sinking
+    and friction as ``_substitute``. Called, not inlined: a rare path, one yarn at a time."""
+    one = np.uint64(1)
+    px = py = pz = 0.0                              # direction of the previous link
+    for e in range(first + one, last + one):
+        k = np.uint64(links[e])
+        a = np.uint64(particles[e - one])
+        b = np.uint64(particles[e])
+        nx, ny, nz = scratch[e, 0], scratch[e, 1], scratch[e, 2]
+        dx = x[b, 0] - x[a, 0]
+        dy = x[b, 1] - x[a, 1]
+        dz = x[b, 2] - x[a, 2]
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        alpha = link_compliance[k] * inv_h2
+        wa = _mobility(inv_mass, contact, a, resting_only, touching)
+        wb = _mobility(inv_mass, contact, b, resting_only, touching)
+        diag, rhs, off = 1.0, 0.0, 0.0              # a link with no direction, or that cannot move, stays
+        if length >= 1e-12:
+            ux, uy, uz = _weigh(e - one, first, last, nx, ny, nz, particles, scratch, inv_mass, contact,
+                                resting_only, touching, True)
+            vx, vy, vz = _weigh(e, first, last, nx, ny, nz, particles, scratch, inv_mass, contact, resting_only,
+                                touching, True)
+            mobile = nx * (ux + vx) + ny * (uy + vy) + nz * (uz + vz) + alpha
+            if mobile > 1e-9 * (wa + wb + alpha):
+                diag = mobile
+                rhs = link_rest[k] - length - alpha * link_lambda[k]
+                off = -(px * ux + py * uy + pz * uz)         # through the particle before: −n_prev·W̃ n
+        scratch[e, 3] = diag
+        scratch[e, 4] = rhs
+        scratch[e, 5] = off
+        px, py, pz = nx, ny, nz
+    pivot, rhs, e, end = _first_pivot(first, last, True, scratch)
+    while e <= end:
+        pivot, rhs = _eliminate(e, scratch, pivot, rhs)
+        e += one
+    below = ox = oy = oz = 0.0                      # Δλ of the link out of the entry, and its direction
+    e = last
+    while True:
+        dlam, ox, oy, oz, gx, gy, gz = _link_into(e, first, last, below, ox, oy, oz, links, scratch, link_lambda)
+        b = np.uint64(particles[e])
+        cx, cy, cz = _normal(contact, b, resting_only, touching)
+        wb = _mobility(inv_mass, contact, b, resting_only, touching)
+        along = gx * cx + gy * cy + gz * cz
+        free = along > 0.0 and wb > 0.0              # pulled off its surface: it goes (as ``_substitute``)
+        mx, my, mz = _weigh(e, first, last, gx, gy, gz, particles, scratch, inv_mass, contact, resting_only,
+                            touching, not free)
+        if touching and (cx != 0.0 or cy != 0.0 or cz != 0.0):     # as ``_substitute``: one-sided, sinking
+            if free:
+                contact[b, 0] = contact[b, 1] = contact[b, 2] = contact[b, 3] = 0.0
+            elif resting_only and along < 0.0:
+                room = cx * (x[b, 0] - x_prev[b, 0]) + cy * (x[b, 1] - x_prev[b, 1]) + cz * (x[b, 2] - x_prev[b, 2])
+                sink = max(wb * along, -max(room, 0.0))
+                contact[b, 4] -= wb * along - sink
+                mx += cx * sink
+                my += cy * sink
+                mz += cz * sink
+        f = _held_back(contact, b, resting_only, touching, stuck, mx, my, mz)
+        x[b, 0] += f * mx
+        x[b, 1] += f * my
+        x[b, 2] += f * mz
+        below = dlam
+        if e == first:
+            break
+        e -= one
 
 
 @numba.njit(inline="always")

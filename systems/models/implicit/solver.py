@@ -7,7 +7,7 @@ one or more backward Euler steps of h ≤ dt (§3):
     Δx = h·(v₀ + Δv) + y                                               (eq. 17)
 
 with the stretch, shear and bend condition forces and their damping (§4, systems/models/implicit/forces.py),
-gravity, the material's air drag and the cloth's external forces (wind); the matrix is block-sparse,
+gravity, the material's velocity damping and the cloth's external forces (wind); the matrix is block-sparse,
 laid out once per topology and refilled each step (§2.3, systems/models/implicit/block_sparse.py); pins and collider
 contacts enter as the filter S, z and y solved by the modified PCG (§5, §6, systems/models/implicit/constraints.py),
 the contact forces read from the residual release contacts and drive Coulomb friction (§5.4).
@@ -275,8 +275,7 @@ class ImplicitPlugin:
 def _no_colliders() -> ColliderSet:
     """An empty ColliderSet with empty mesh arrays: the table when no collider is packed."""
     empty = ColliderSet()
-    empty.mesh_arrays = (np.zeros((0, 3)), np.zeros((0, 3), np.int32), np.zeros((0, 10)), np.zeros(1, np.int64),
-                         np.zeros(0, np.int32))
+    empty.pack_meshes([])
     return empty
 
 

@@ -1,4 +1,9 @@
-"""The plain reference of the sheet benchmark: XPBD written for that one scene, the yardstick for Loom's solver.
+"""The naive loop of the sheet benchmark: Loom's own algorithm written out once more, plainly, for that one scene.
+
+What it is, and what it is not: a deliberately naive copy of Loom's own solver (the same yarn line solve, tethers
+and sweeps), not a baseline a user would pick instead of Loom. It answers one question: what Loom's systems,
+plans and kernel layout cost or save against the same arithmetic in straightforward numba loops. The method
+comparison at equal quality, against plain small-step XPBD, is ``benchmarks/small_steps.py``.
 
 One numba kernel, one thread, float64, structure of arrays (positions as three (n,) arrays x, y, z; links as
 (c,) arrays i, j, rest, compliance, λ in colour order): per substep of h it predicts (v += h·g on free
@@ -12,9 +17,10 @@ v = (x − x_prev)/h · decay. No App, no systems, no guard, no pins
 (pinned particles have inverse mass 0 and rest, so Loom's pins only rewrite them where they are), no external
 forces (the sheet has none: Loom's v += h·(g + w·f) is then v += h·g to the bit).
 
-``PlainSheet.of(app, cloth)`` copies a Loom cloth's tables and state (and the App's gravity, dt and substeps);
+``NaiveSheet.of(app, cloth)`` copies a Loom cloth's tables and state (and the App's gravity, dt and substeps);
 ``step(steps)`` advances it; ``sweep()`` runs only the constraint sweeps of one substep (ns per projection).
-The sheet benchmark (benchmarks/sheet.py) runs it next to the App, in one process, and reports the ratio.
+The sheet benchmark (benchmarks/sheet.py) runs it next to the App, in one process, and reports the ratio
+(``ratio_to_naive``); ``benchmarks/yardstick.py`` times it as the machine's speed.
 
 Written the way a numba user would write it for this one scene: plain ``range`` loops over int32 index arrays
 and numba's default (Python) error model, with nothing specialised for the scene's compliances or masses.
@@ -32,8 +38,8 @@ from loom.systems.xpbd.data import XPBDClothData, XPBDData
 from loom.systems.xpbd.yarns import PIVOT_FLOOR, TAUT, build_yarns
 
 
-class PlainSheet:
-    """A copy of one XPBD cloth as structure-of-arrays, stepped by ``_plain_steps``."""
+class NaiveSheet:
+    """A copy of one XPBD cloth as structure-of-arrays, stepped by ``_naive_steps``."""
 
     def __init__(self, cloth: Cloth, tethers: XPBDClothData, *, gravity: tuple[float, float, float], dt: float,
                  substeps: int) -> None:
@@ -65,7 +71,7 @@ class PlainSheet:
         self.decay = math.exp(-cloth.material.damping * self.h)
 
     @classmethod
-    def of(cls, app: App, cloth: Cloth) -> PlainSheet:
+    def of(cls, app: App, cloth: Cloth) -> NaiveSheet:
         """A copy of ``cloth`` as it is now, stepped with ``app``'s gravity, dt and substeps."""
         return cls(cloth, app.resource(XPBDData).of(cloth), gravity=app.resource(Gravity).acceleration,
                    dt=app.clock.dt, substeps=app.clock.substeps)
@@ -76,7 +82,7 @@ class PlainSheet:
 
     def step(self, steps: int) -> None:
         """Advance ``steps`` fixed steps of ``substeps`` substeps."""
-        _plain_steps(steps, self.substeps, self.iters, self.h, self.g[0], self.g[1], self.g[2], self.decay,
+        _naive_steps(steps, self.substeps, self.iters, self.h, self.g[0], self.g[1], self.g[2], self.decay,
                      self.x, self.y, self.z, self.vx, self.vy, self.vz, self.px, self.py, self.pz, self.inv_mass,
                      self.link_i, self.link_j, self.rest, self.compliance, self.lam, self.offsets, self.sweep_end,
                      self.yarn_particles, self.yarn_links, self.yarn_offsets, self.yarn_colors, self.work,
@@ -84,14 +90,14 @@ class PlainSheet:
 
     def sweep(self) -> None:
         """Only the constraint sweeps of one substep (λ reset, ``iters`` sweeps, tethers)."""
-        _plain_sweeps(self.iters, 1.0 / (self.h * self.h), self.x, self.y, self.z, self.inv_mass, self.link_i,
+        _naive_sweeps(self.iters, 1.0 / (self.h * self.h), self.x, self.y, self.z, self.inv_mass, self.link_i,
                       self.link_j, self.rest, self.compliance, self.lam, self.offsets, self.sweep_end,
                       self.yarn_particles, self.yarn_links, self.yarn_offsets, self.work, self.tether_offsets,
                       self.tether_anchor, self.tether_length)
 
 
 @numba.njit(cache=True)
-def _plain_sweeps(iters, inv_h2, x, y, z, inv_mass, link_i, link_j, rest, compliance, lam, offsets, sweep_end,
+def _naive_sweeps(iters, inv_h2, x, y, z, inv_mass, link_i, link_j, rest, compliance, lam, offsets, sweep_end,
                   yarn_particles, yarn_links, yarn_offsets, work, tether_offsets, tether_anchor, tether_length):
     """λ = 0, then ``iters`` sweeps: the links that are not stretch links colour by colour (each colour's first
     ``sweep_end`` links), the yarns, and the tethers on every second sweep ending with the last."""
@@ -123,7 +129,7 @@ def _plain_sweeps(iters, inv_h2, x, y, z, inv_mass, link_i, link_j, rest, compli
                 y[b] -= wb * s * dy
                 z[b] -= wb * s * dz
         for y_ in range(yarn_offsets.shape[0] - 1):
-            _plain_yarn(yarn_offsets[y_], yarn_offsets[y_ + 1], yarn_particles, yarn_links, work, inv_h2, x, y, z,
+            _naive_yarn(yarn_offsets[y_], yarn_offsets[y_ + 1], yarn_particles, yarn_links, work, inv_h2, x, y, z,
                         inv_mass, rest, compliance, lam)
         if tether_anchor.shape[0] > 0 and (iters - 1 - it) % 2 == 0:
             for p in range(x.shape[0]):
@@ -143,7 +149,7 @@ def _plain_sweeps(iters, inv_h2, x, y, z, inv_mass, link_i, link_j, rest, compli
 
 
 @numba.njit(cache=True)
-def _plain_steps(steps, substeps, iters, h, gx, gy, gz, decay, x, y, z, vx, vy, vz, px, py, pz, inv_mass,
+def _naive_steps(steps, substeps, iters, h, gx, gy, gz, decay, x, y, z, vx, vy, vz, px, py, pz, inv_mass,
                  link_i, link_j, rest, compliance, lam, offsets, sweep_end, yarn_particles, yarn_links, yarn_offsets,
                  yarn_colors, work, tether_offsets, tether_anchor, tether_length):
     """``steps`` × ``substeps`` × (predict, sweeps, the yarns again in reverse colour order, velocity update)."""
@@ -161,12 +167,12 @@ def _plain_steps(steps, substeps, iters, h, gx, gy, gz, decay, x, y, z, vx, vy, 
             x[p] += h * vx[p]
             y[p] += h * vy[p]
             z[p] += h * vz[p]
-        _plain_sweeps(iters, inv_h2, x, y, z, inv_mass, link_i, link_j, rest, compliance, lam, offsets, sweep_end,
+        _naive_sweeps(iters, inv_h2, x, y, z, inv_mass, link_i, link_j, rest, compliance, lam, offsets, sweep_end,
                       yarn_particles, yarn_links, yarn_offsets, work, tether_offsets, tether_anchor, tether_length)
         colors = yarn_colors.shape[0] - 1
         for c in range(colors - 1, -1, -1):
             for y_ in range(yarn_colors[c], yarn_colors[c + 1]):
-                _plain_yarn(yarn_offsets[y_], yarn_offsets[y_ + 1], yarn_particles, yarn_links, work, inv_h2, x, y,
+                _naive_yarn(yarn_offsets[y_], yarn_offsets[y_ + 1], yarn_particles, yarn_links, work, inv_h2, x, y,
                             z, inv_mass, rest, compliance, lam)
         for p in range(x.shape[0]):
             vx[p] = (x[p] - px[p]) * inv_h * decay
@@ -188,7 +194,7 @@ def _yarn_link(particles, links, first, t, x, y, z):
 
 
 @numba.njit(cache=True)
-def _plain_yarn(first, end, particles, links, work, inv_h2, x, y, z, inv_mass, rest, compliance, lam):
+def _naive_yarn(first, end, particles, links, work, inv_h2, x, y, z, inv_mass, rest, compliance, lam):
     """The stretch links of the yarn of entries first … end − 1, solved together: rows (work[0:3] the unit
     directions, work[3] the diagonals, work[4] the right-hand sides, work[5] the couplings), forward elimination,
     back substitution, each particle moved by w·(n_in Δλ_in − n_out Δλ_out). The pivot of a link that closes a

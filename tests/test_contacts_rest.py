@@ -1,0 +1,201 @@
+"""Contacts hold and cloth rests (issue 44, items 7 and 3).
+
+Item 7: no particle ends a step inside a collider, and the cloth's thickness margin (cloth thickness + collider
+thickness: the contact reach) is kept to within 1 % of the cloth's thickness. Watched at the end of every step
+before the guard (``before=ClothSet.GUARD``), so a step the guard would rewind is still seen, and measured with
+signed distances written here in NumPy from each shape's definition (not the contact kernels' own), at the
+colliders' end-of-step poses (``ColliderSet.pose1``). The scenes are the cape game (600 frames: the cape against the
+hero's two-way box and the level's ledges) and the drape game's tablecloth landing on its round table.
+
+Item 3: default cotton (``ClothMaterial.preset("cotton")``, 16 substeps) dropped on a sphere, a box table and a
+round table is still once settled: every particle's frame-to-frame speed |x(t) − x(t − dt)|/dt at most 1 mm/s in
+every frame of the seventh second.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loom.components import Cloth, ClothMaterial, Collider, ColliderSet, Transform
+from loom.components.collider import Box, Capsule, Cylinder, Plane, Sphere
+from loom.engine import App, Stage, mesh
+from loom.games import cape, drape
+from loom.systems.sets import ClothSet
+
+MARGIN_TOLERANCE = 0.01
+"""Deepest a particle may end a step inside its contact reach, as a share of the cloth's thickness [-] (item 7)."""
+REST_SPEED = 1e-3
+"""Fastest a particle of a cloth at rest may move frame to frame [m/s] (item 3)."""
+
+
+def _rotation(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of the unit quaternion q = (w, x, y, z)."""
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def signed_distance(kind: int, params: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Signed distance [m] (negative inside) of points ``local`` (n, 3) [m], in a shape's own frame, to the shape of
+    kind code ``kind`` with its packed numbers ``params`` (``Shape.pack``): the textbook formulas."""
+    if kind == Plane.code:                                   # half-space under the plane through 0, normal p[:3]
+        return local @ params[:3]
+    if kind == Sphere.code:
+        return np.linalg.norm(local, axis=1) - params[0]
+    if kind == Capsule.code:                                 # segment (0, ±half_length, 0), radius
+        axis = np.zeros_like(local)
+        axis[:, 1] = np.clip(local[:, 1], -params[1], params[1])
+        return np.linalg.norm(local - axis, axis=1) - params[0]
+    if kind == Cylinder.code:                                # radius, half height along y
+        radial = np.hypot(local[:, 0], local[:, 2]) - params[0]
+        height = np.abs(local[:, 1]) - params[1]
+        return np.minimum(np.maximum(radial, height), 0.0) + np.hypot(np.maximum(radial, 0.0),
+                                                                      np.maximum(height, 0.0))
+    if kind == Box.code:                                     # half extents
+        q = np.abs(local) - params[:3]
+        return np.minimum(q.max(axis=1), 0.0) + np.linalg.norm(np.maximum(q, 0.0), axis=1)
+    raise NotImplementedError(f"no reference distance for collider kind {kind}")
+
+
+def clearance(app: App, cloth: Cloth) -> float:
+    """Least d − reach [m] over the cloth's free particles and every packed collider: d the signed distance to the
+    collider's shape at its end-of-step pose, reach = cloth thickness + collider thickness (inf: no collider)."""
+    packed = app.resources.get(ColliderSet)
+    free = cloth.inv_mass > 0.0
+    worst = np.inf
+    if packed is None or not free.any():
+        return worst
+    for c in range(packed.count):
+        local = (cloth.x[free] - packed.pose1[c, 4:]) @ _rotation(packed.pose1[c, :4])
+        d = signed_distance(int(packed.kind[c]), packed.params[c], local)
+        worst = min(worst, float(d.min()) - (cloth.material.thickness + float(packed.margin[c])))
+    return worst
+
+
+class ContactWatch:
+    """POST_STEP, before the guard: the least clearance (``clearance``) of every cloth at the end of each step."""
+
+    def __init__(self, app: App) -> None:
+        self.worst: list[float] = []
+        app.add_system(self.record, Stage.POST_STEP, name="contact_watch", before=ClothSet.GUARD)
+
+    def record(self, app: App, dt: float) -> None:
+        self.worst.append(min((clearance(app, cloth) for _, cloth in app.query(Cloth)), default=np.inf))
+
+    def check(self, thickness: float) -> None:
+        worst = np.array(self.worst)
+        deep = np.flatnonzero(worst < -MARGIN_TOLERANCE * thickness)
+        if deep.size:
+            raise InsideReach(f"{deep.size} of {worst.size} steps ended with a particle inside its contact reach, "
+                              f"worst {-worst.min() * 1000:.3f} mm (step {worst.argmin() + 1}), bound "
+                              f"{MARGIN_TOLERANCE * thickness * 1000:.3f} mm")
+
+
+class InsideReach(AssertionError):
+    """A step ended with a particle inside its contact reach: the one failure a known-bad case is marked xfail
+    for (a refused step, or a scene that never reached its collider, still fails it)."""
+
+
+@pytest.mark.xfail(strict=True, raises=InsideReach, reason=(
+    "issue 44 item 7: the passes after the collisions (settle_yarns, limit_links) move particles back inside; "
+    "measured 80 of 600 steps over the bound, worst 15.2 mm inside the reach (about 5 mm into the hero's box). A "
+    "last push-out pass fixed it but let the 128² drape's links reach 6 % at landing: the contacts belong inside "
+    "the line solve (item 2)"))
+def test_the_cape_never_ends_a_step_inside_the_hero_or_the_level(new_app):
+    app = new_app(plugins=True, dt=cape.DT, substeps=cape.SUBSTEPS, threads=1)
+    cloth, _ = cape.build_scene(app)
+    watch = ContactWatch(app)
+    app.step(600)
+    assert len(watch.worst) == 600
+    watch.check(cloth.material.thickness)
+    assert cloth.rejected_steps == 0
+
+
+@pytest.mark.xfail(strict=True, raises=InsideReach, reason=(
+    "issue 44 item 7: measured 23 of 120 steps over the bound, worst 1.77 mm inside the 34 mm reach"))
+def test_a_tablecloth_landing_on_its_table_keeps_its_thickness_margin(new_app):
+    app = new_app(plugins=True, dt=drape.DT, substeps=drape.SUBSTEPS, threads=1)
+    cloth = drape.build_scene(app, n=48)
+    watch = ContactWatch(app)
+    app.step(120)                                           # it lands at about step 25 and settles
+    assert min(watch.worst) < 2.0 * cloth.material.thickness   # it did reach the table
+    watch.check(cloth.material.thickness)
+    assert cloth.rejected_steps == 0
+
+
+def test_the_contact_watch_sees_a_particle_pushed_into_a_collider(make_app):
+    """The watch can fail: a system after the substeps that puts one particle 5 mm inside a sphere."""
+    app = make_app()
+    app.spawn(Collider(Sphere(0.3)), Transform(position=(0.0, 0.0, 0.0)))
+    cloth = Cloth.from_mesh(mesh.grid(8, 8, 0.5, 0.5, center=(0.0, 1.0, 0.0), plane="xz"), "cotton")
+    app.spawn(cloth)
+
+    def sabotage(app: App, dt: float) -> None:
+        cloth.x[0] = (0.0, 0.295, 0.0)
+
+    app.add_system(sabotage, Stage.POST_STEP, before="contact_watch")
+    watch = ContactWatch(app)
+    app.step(3)
+    assert max(watch.worst) == pytest.approx(-0.005 - cloth.material.thickness)
+    with pytest.raises(InsideReach, match="inside its contact reach"):
+        watch.check(cloth.material.thickness)
+
+
+TABLES = {
+    "sphere": (Sphere(0.3), (0.0, 0.35, 0.0), 0.65, 1.2),
+    "box": (Box((0.4, 0.375, 0.4)), (0.0, 0.375, 0.0), 0.75, 1.2),
+    "round": (Cylinder(0.5, 0.015), (0.0, 0.735, 0.0), 0.75, 1.2),
+}
+"""Scene → (shape, its centre [m], height of its top [m], sheet side [m]): a ball 5 cm above the floor (no wedge
+between them), a box table and a round table 3 cm thick, each 0.75 m high at most, on a floor."""
+
+
+def resting_speeds(app: App, table: str, n: int, side: float | None = None) -> tuple[np.ndarray, Cloth]:
+    """Drop an n×n default cotton sheet (``side`` [m], default the scene's) 0.1 m above ``table`` (TABLES, friction
+    0.6, on a floor) and return the fastest frame-to-frame particle speed [m/s] of each frame of the seventh second,
+    and the cloth."""
+    shape, centre, top, default_side = TABLES[table]
+    side = default_side if side is None else side
+    app.spawn(Collider(Plane(), friction=0.6), Transform())
+    app.spawn(Collider(shape, friction=0.6), Transform(position=centre))
+    cloth = Cloth.from_mesh(mesh.grid(n, n, side, side, center=(0.0, top + 0.1, 0.0), plane="xz"),
+                            ClothMaterial.preset("cotton"))
+    app.spawn(cloth)
+    app.step(360)                                           # 6 s: dropped and settled
+    speeds = []
+    for _ in range(60):
+        before = cloth.x.copy()
+        app.step(1)
+        speeds.append(float(np.linalg.norm(cloth.x - before, axis=1).max()) / app.clock.dt)
+    return np.array(speeds), cloth
+
+
+class StillMoving(AssertionError):
+    """A resting cloth faster than ``REST_SPEED``: the one failure a known-bad case is marked xfail for."""
+
+
+def _still(table: str, measured: str) -> pytest.ParameterSet:
+    return pytest.param(table, marks=pytest.mark.xfail(strict=True, raises=StillMoving, reason=(
+        f"issue 44 item 3: measured {measured} in the seventh second (32², 16 substeps, one thread)")))
+
+
+@pytest.mark.parametrize("table", [_still("sphere", "56 mm/s"), _still("box", "22.9 mm/s"),
+                                   _still("round", "297 mm/s: the skirt still swings")])
+def test_cotton_dropped_on_a_table_is_still_after_six_seconds(make_app, table):
+    app = make_app(threads=1)
+    speeds, cloth = resting_speeds(app, table, 32)
+    assert cloth.rejected_steps == 0
+    assert np.isfinite(speeds).all()
+    if not speeds.max() <= REST_SPEED:
+        raise StillMoving(f"{table}: the fastest particle moved {speeds.max() * 1000:.2f} mm/s "
+                          f"(frame {speeds.argmax() + 1} of 60), bound {REST_SPEED * 1000:g} mm/s")
+
+
+@pytest.mark.parametrize("table", ["box", "round"])
+def test_a_sheet_lying_within_the_table_top_is_still_after_six_seconds(make_app, table):
+    """The control: a 0.6 m sheet that lands inside the top (no rim, no skirt) rests exactly (friction holds it)."""
+    app = make_app(threads=1)
+    speeds, cloth = resting_speeds(app, table, 32, side=0.6)
+    assert cloth.rejected_steps == 0
+    assert speeds.max() <= REST_SPEED
