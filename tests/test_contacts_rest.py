@@ -3,7 +3,7 @@
 Item 7: no particle ends a step inside a collider, and the cloth's thickness margin (cloth thickness + collider
 thickness: the contact reach) is kept to within 1 % of the cloth's thickness. Watched at the end of every step
 before the guard (``before=ClothSet.GUARD``), so a step the guard would rewind is still seen, and measured with
-signed distances written here in NumPy from each shape's definition (not the contact kernels' own), at the
+the tests' own NumPy signed distances (tests/shape_examples.py, not the contact kernels'), at the
 colliders' end-of-step poses (``ColliderSet.pose1``). The scenes are the cape game (600 frames: the cape against the
 hero's two-way box and the level's ledges) and the drape game's tablecloth landing on its round table.
 
@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from loom.components import Cloth, ClothMaterial, Collider, ColliderSet, Transform
-from loom.components.collider import Box, Capsule, Cylinder, Plane, Sphere
+from loom.components.collider import Box, Cylinder, Plane, Sphere
 from loom.engine import App, Stage, mesh
 from loom.games import cape, drape
 from loom.systems.sets import ClothSet
+from shape_examples import reference
 
 MARGIN_TOLERANCE = 0.01
 """Deepest a particle may end a step inside its contact reach, as a share of the cloth's thickness [-] (item 7)."""
@@ -36,28 +37,6 @@ def _rotation(q: np.ndarray) -> np.ndarray:
                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
-def signed_distance(kind: int, params: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """Signed distance [m] (negative inside) of points ``local`` (n, 3) [m], in a shape's own frame, to the shape of
-    kind code ``kind`` with its packed numbers ``params`` (``Shape.pack``): the textbook formulas."""
-    if kind == Plane.code:                                   # half-space under the plane through 0, normal p[:3]
-        return local @ params[:3]
-    if kind == Sphere.code:
-        return np.linalg.norm(local, axis=1) - params[0]
-    if kind == Capsule.code:                                 # segment (0, ±half_length, 0), radius
-        axis = np.zeros_like(local)
-        axis[:, 1] = np.clip(local[:, 1], -params[1], params[1])
-        return np.linalg.norm(local - axis, axis=1) - params[0]
-    if kind == Cylinder.code:                                # radius, half height along y
-        radial = np.hypot(local[:, 0], local[:, 2]) - params[0]
-        height = np.abs(local[:, 1]) - params[1]
-        return np.minimum(np.maximum(radial, height), 0.0) + np.hypot(np.maximum(radial, 0.0),
-                                                                      np.maximum(height, 0.0))
-    if kind == Box.code:                                     # half extents
-        q = np.abs(local) - params[:3]
-        return np.minimum(q.max(axis=1), 0.0) + np.linalg.norm(np.maximum(q, 0.0), axis=1)
-    raise NotImplementedError(f"no reference distance for collider kind {kind}")
-
-
 def clearance(app: App, cloth: Cloth) -> float:
     """Least d − reach [m] over the cloth's free particles and every packed collider: d the signed distance to the
     collider's shape at its end-of-step pose, reach = cloth thickness + collider thickness (inf: no collider)."""
@@ -68,7 +47,7 @@ def clearance(app: App, cloth: Cloth) -> float:
         return worst
     for c in range(packed.count):
         local = (cloth.x[free] - packed.pose1[c, 4:]) @ _rotation(packed.pose1[c, :4])
-        d = signed_distance(int(packed.kind[c]), packed.params[c], local)
+        d = reference(app.get(int(packed.entities[c]), Collider).shape)(local)
         worst = min(worst, float(d.min()) - (cloth.material.thickness + float(packed.margin[c])))
     return worst
 

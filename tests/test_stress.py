@@ -217,6 +217,27 @@ def test_a_rope_of_masses_a_thousand_or_ten_thousand_times_apart_stays_finite_an
     watch.check(f"{model} mass ratio {ratio:g}")
 
 
+def test_a_rope_whose_masses_a_game_writes_in_place_after_spawning_stays_bounded(make_app):
+    # the same 10⁴ rope built with equal beads, stepped, then given its heavy beads by writing inv_mass in place and
+    # calling cloth.changed() (the documented contract): the solve must follow the new masses, not the ones its
+    # tables were built with
+    app = make_app(substeps=16)
+    n = 21
+    x = np.zeros((n, 3))
+    x[:, 0] = 0.05 * np.arange(n)
+    rope = Cloth.from_particles(x, np.full(n, 1e-3), np.stack([np.arange(n - 1), np.arange(1, n)], axis=1),
+                                tethers=False)                      # (no tether tables rebuilt on the change)
+    app.spawn(rope, Pin(index=[0]))
+    watch = Watch(app)
+    app.step(1)
+    heavy = (np.arange(n) % 2 == 1) | (np.arange(n) == n - 1)
+    rope.inv_mass[heavy] = 1.0 / 10.0                               # 10 kg beads between 1 g ones
+    rope.changed()
+    app.step(119)
+    assert rope.x[-1, 1] < -0.3, f"the weighted end did not fall (y = {rope.x[-1, 1]:.3f} m)"
+    watch.check("xpbd mass ratio 1e4, masses written in place")
+
+
 def test_a_sheet_with_inverse_mass_overrides_ten_thousand_apart_stays_finite(make_app):
     app = make_app(substeps=16)
     sheet = mesh.grid(10, 10, 1.0, 1.0)

@@ -46,7 +46,8 @@ from loom.systems.shared.model_index import cloths_of, clothes_of
 from loom.systems.shared.plan import Call, Plan, run
 from loom.systems.xpbd.data import XPBDClothData, XPBDData, prune_torn
 from loom.systems.xpbd.predict import MODEL
-from loom.systems.xpbd.yarns import SCRATCH, build_yarns, mark_heavy, remember_tension, solve_yarn_group, touches
+from loom.systems.xpbd.yarns import SCRATCH, Yarns, build_yarns, mark_heavy, remember_tension, solve_yarn_group, \
+    touches
 
 PARALLEL_MIN_LINKS = 20_000
 """Smallest link count solved by the parallel kernel when numba has more than one thread."""
@@ -230,12 +231,13 @@ _NO_YARNS = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(1, np.int64)
              np.zeros((0, SCRATCH)))
 
 
-def _constraint_arrays(cloth: Cloth, data: XPBDClothData, yarns_on: bool) -> Held:
+def _constraint_arrays(cloth: Cloth, data: XPBDClothData, yarns_on: bool) -> tuple[Held, Yarns | None]:
     """``cloth``'s current arrays and XPBD's ``data`` of it (multipliers, tethers) as a held ``ConstraintArrays``
     (its bend quads only for bend_model="dihedral", its yarns only with ``yarns_on``: built here, whenever the
-    tables are rebuilt)."""
+    tables are rebuilt), and the ``Yarns`` it holds (None without yarns: ``mark_heavy`` marks them again when the
+    inverse masses change in place)."""
     bend_offsets = cloth.bend_color_offsets if cloth.material.bend_model == "dihedral" else _NO_COLORS
-    yarns = _NO_YARNS
+    yarns, built = _NO_YARNS, None
     offsets = cloth.link_color_offsets
     sweep_end = offsets[1:].astype(np.int64)
     if yarns_on:
@@ -250,7 +252,7 @@ def _constraint_arrays(cloth: Cloth, data: XPBDClothData, yarns_on: bool) -> Hel
                                  bend_offsets,
                                  data.tether_offsets, data.tether_anchor, data.tether_length,
                                  cloth.inv_mass, cloth.x, data.link_lambda, data.bend_lambda, *yarns,
-                                 cloth.contact, cloth.x_prev))
+                                 cloth.contact, cloth.x_prev)), built
 
 
 @persistent
@@ -258,10 +260,11 @@ class ConstraintTables:
     """Resource: each XPBD cloth's held ``ConstraintArrays``, rebuilt only when the cloth has replaced an array
     (its ``revision``; a snapshot load, which restores the revision with new arrays, by ``x``'s identity), its
     XPBD data has new tether tables (``XPBDClothData.revision``), or it changed bend model or ``yarns``; arrays
-    changed in place need nothing. Snapshots save it empty (derived data)."""
+    changed in place need nothing, save the inverse masses the heavy yarns follow (``Cloth.changes``). Snapshots save
+    it empty (derived data)."""
 
     def __init__(self) -> None:
-        self.by_cloth: dict[int, tuple] = {}
+        self.by_cloth: dict[int, list] = {}
         self.data: XPBDData | None = None
         """The App's ``XPBDData`` (set by ``refresh_tethers`` each step): each cloth's multipliers and tethers."""
         self.plain: set[int] = set()
@@ -283,9 +286,14 @@ class ConstraintTables:
         if entry is None or entry[0] is not cloth or entry[1] != cloth.revision or entry[2] is not cloth.x \
                 or entry[3] != options or entry[5] is not cloth.x_prev or entry[6] is not data \
                 or entry[7] != data.revision:
-            entry = (cloth, cloth.revision, cloth.x, options, _constraint_arrays(cloth, data, options[1]), cloth.x_prev,
-                     data, data.revision)
+            held, yarns = _constraint_arrays(cloth, data, options[1])
+            entry = [cloth, cloth.revision, cloth.x, options, held, cloth.x_prev, data, data.revision, yarns,
+                     cloth.changes]
             self.by_cloth[id(cloth)] = entry
+        elif entry[9] != cloth.changes:                  # pins, grabs or masses changed in place: the heavy yarns
+            entry[9] = cloth.changes                     # follow the inverse masses (``yarns.mark_heavy``)
+            if entry[8] is not None:
+                mark_heavy(entry[8], cloth.inv_mass)
         return entry[4]
 
     def tables_key(self, cloth: Cloth) -> tuple:

@@ -117,7 +117,8 @@ def mark_heavy(yarns: Yarns, inv_mass: np.ndarray) -> None:
     """Flag the heavy yarns in ``yarns.scratch`` (column 7 of each yarn's first entry: 1.0 heavy, 0.0 not; module
     docstring): those with two neighbours, neither fixed (inverse mass 0), whose inverse masses ``inv_mass`` (n,)
     [1/kg] differ by more than ``HEAVY_RATIO``. Called when the solve's tables are built (a new inverse-mass array
-    rebuilds them)."""
+    rebuilds them) and when ``Cloth.changes`` moves (inverse masses written in place: pins, grabs, a game's
+    masses)."""
     first = yarns.offsets[:-1]
     yarns.scratch[first, 7] = 0.0
     if yarns.particles.shape[0] < 2:
