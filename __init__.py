@@ -57,6 +57,9 @@ _PUBLIC: dict[str, str] = {
     # cloth
     "Cloth": "loom.components", "ClothMaterial": "loom.components", "Pin": "loom.components",
     "Transform": "loom.components", "Gravity": "loom.components", "Tearable": "loom.components",
+    "MaxDistance": "loom.components", "StepBlend": "loom.systems.render.between", "Follow": "loom.components",
+    "figure_colliders": "loom.prefabs",
+    "Sleep": "loom.components", "SleepPlugin": "loom.systems.pipeline.sleep",
     "VerletSettings": "loom.components", "MassSpringSettings": "loom.components",
     "ImplicitSettings": "loom.components", "PRESETS": "loom.components", "MODELS": "loom.components",
     # colliders
@@ -75,7 +78,7 @@ _PUBLIC: dict[str, str] = {
     "cape": "loom.prefabs", "flag": "loom.prefabs", "Cape": "loom.prefabs",
     "Flag": "loom.prefabs", "Figure": "loom.prefabs", "spawn_figure": "loom.prefabs", "pose_figure": "loom.prefabs",
     # the pipeline
-    "DefaultPlugins": "loom.systems", "ClothSet": "loom.systems",
+    "DefaultPlugins": "loom.systems", "ClothSet": "loom.systems", "KeepOutPlugin": "loom.systems",
     # drawing
     "GLRenderPlugin": "loom.systems.render.gl", "SoftRenderer": "loom.systems.render.soft",
     "SoftRenderPlugin": "loom.systems.render.soft", "WindowPlugin": "loom.systems.render.window",

@@ -11,11 +11,17 @@ of ``rings`` rings (or a square grid cut to the disc), the clamped particles (ra
 cylinder collider stands for the pedestal (its top one contact thickness, ``ClothMaterial.thickness``, below the
 clamped disc, so the clamp and the contact agree), and after ``seconds`` of simulated time the shadow area is the
 area of the polygon of the farthest point of the mesh (its triangle edges sampled) from the axis in each of
-``ANGLE_BINS`` angular sectors (the silhouette of the hem, seen from above). The skirt's speed at the end (fastest particle, frame to frame) says
-whether it had settled.
+``ANGLE_BINS`` angular sectors (the silhouette of the hem, seen from above). Whether it had settled: the skirt's
+speed at the end (fastest particle, frame to frame, ``speed_at_end_m_s``) and how much the coefficient moved over the
+last ``SETTLE_WINDOW`` seconds (``dc_drift``).
+
+By default the presets bend by dihedral angle with their physical rigidity (``bend_model="dihedral"``,
+``ClothMaterial.bending_rigidity``, N·m; the mapping to each hinge's compliance:
+``loom.systems.xpbd.constraints.hinge_compliance``, docs/materials.md), so a preset should drape alike on any mesh;
+``--bend-model distance`` measures the presets as games get them by default (distance links, mesh-dependent).
 
 Run: python -m loom.benchmarks cusick [--presets cotton denim silk] [--rings 10 20 40] [--mesh disc grid]
-[--seconds 6] [--substeps 16]. One JSON line per configuration.
+[--seconds 6] [--substeps 16] [--bend-model dihedral|distance]. One JSON line per configuration.
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ ANGLE_BINS = 360
 """Angular sectors of the shadow's outline."""
 EDGE_SAMPLES = 16
 """Points taken along each triangle edge for the outline."""
+SETTLE_WINDOW = 1.0
+"""Seconds before the end at which the coefficient is read a first time: ``dc_drift`` is its change since [s]."""
 
 
 def specimen(rings: int, kind: str = "disc") -> mesh.Mesh:
@@ -79,25 +87,29 @@ def drape_coefficient(x: np.ndarray, triangles: np.ndarray) -> float:
 
 
 def run(preset: str, rings: int, *, kind: str = "disc", seconds: float = 6.0, substeps: int = 16,
-        threads: int = 1) -> dict:
-    """One Cusick test (module docstring); returns its JSON record."""
+        threads: int = 1, bend_model: str = "dihedral") -> dict:
+    """One Cusick test (module docstring) of ``preset`` bending by ``bend_model``; returns its JSON record."""
     app = App(dt=1 / 60, substeps=substeps, threads=threads).add_plugin(DefaultPlugins)
     try:
-        material = ClothMaterial.preset(preset)
+        material = ClothMaterial.preset(preset, bend_model=bend_model)
         app.spawn(Collider(Cylinder(PEDESTAL_RADIUS, PEDESTAL_HEIGHT / 2)),     # its top one contact thickness
                   Transform(position=(0.0, -PEDESTAL_HEIGHT / 2 - material.thickness, 0.0)))   # below the clamp
         cloth = Cloth.from_mesh(specimen(rings, kind), material)
         clamped = np.flatnonzero(np.hypot(cloth.x[:, 0], cloth.x[:, 2]) <= PEDESTAL_RADIUS + 1e-9)
         app.spawn(cloth, Pin(index=clamped))
         steps = int(round(seconds * 60))
+        window = min(int(round(SETTLE_WINDOW * 60)), steps - 1)
         start = time.perf_counter()
-        app.step(steps - 1)
+        app.step(steps - window)
+        earlier = drape_coefficient(cloth.x, cloth.triangles)
+        app.step(window - 1)
         before = cloth.x.copy()
         app.step(1)
         elapsed = time.perf_counter() - start
         speed = float(np.linalg.norm(cloth.x - before, axis=1).max() * 60)
         return {"preset": preset, "mesh": kind, "rings": rings, "particles": cloth.particle_count,
                 "seconds": seconds, "substeps": substeps, "drape_coefficient": round(drape_coefficient(cloth.x, cloth.triangles), 4),
+                "dc_drift": round(drape_coefficient(cloth.x, cloth.triangles) - earlier, 4),
                 "lowest_m": round(float(cloth.x[:, 1].min()), 4), "speed_at_end_m_s": round(speed, 4),
                 "rejected_steps": int(cloth.rejected_steps), "ms_per_step": round(1e3 * elapsed / steps, 3)}
     finally:
@@ -111,11 +123,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--mesh", nargs="+", choices=("disc", "grid"), default=["disc"])
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--substeps", type=int, default=16)
+    p.add_argument("--bend-model", choices=("dihedral", "distance"), default="dihedral")
     args = p.parse_args(argv)
     for kind in args.mesh:
         for preset in args.presets:
             for rings in args.rings:
-                print(json.dumps(run(preset, rings, kind=kind, seconds=args.seconds, substeps=args.substeps)),
+                print(json.dumps(run(preset, rings, kind=kind, seconds=args.seconds, substeps=args.substeps,
+                                     bend_model=args.bend_model)),
                       flush=True)
 
 

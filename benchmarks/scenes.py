@@ -39,6 +39,10 @@ whole run (default with no N: one per core but one — the other cores kept busy
 machine running something else); each record names the threads, threading layer, OpenMP wait
 policy and the load it ran under.
 
+Sleep (``--scene sleep``): 20 still flags of 16×16 without wind, stepped until every one sleeps (``loom.Sleep``),
+then timed asleep against a twin App with sleep off, awake, in the same minute (``sleeping``): ms per frame of each,
+the steps they took to fall asleep, and with ``--calls`` the Python calls per step of each.
+
 Run: python -m loom.benchmarks scenes [--scene cape flag drape flags100] [--frames 600] [--threads N]
      [--load [N]] [--profile] [--no-render] [--calls] [--meters]
 """
@@ -96,6 +100,63 @@ def _flags100(app: App) -> list[Cloth]:
     return clothes
 
 
+SLEEP_FLAGS = 20
+"""Flags of the ``sleep`` scene: 16×16 particles each, as in flags100, without wind."""
+SLEEP_SETTLE = 1800
+"""Most steps the ``sleep`` scene is given for every flag to fall asleep (30 s at 60 Hz)."""
+
+
+def _flags_still(app: App) -> list[Cloth]:
+    """SLEEP_FLAGS flags of 16×16 particles (0.6 m × 0.4 m) on poles in a row, no wind: they settle and sleep."""
+    clothes = []
+    for k in range(SLEEP_FLAGS):
+        flag = mesh.grid(16, 16, 0.6, 0.4, center=(1.0 * (k % 10), 1.0 + 0.8 * (k // 10), 0.0))
+        cloth = Cloth.from_mesh(flag, "cotton", iterations=FLAGS100_ITERATIONS)
+        app.spawn(cloth, Pin.edge(flag, "left"))
+        clothes.append(cloth)
+    return clothes
+
+
+def sleeping(*, frames: int, threads: int | None = None, calls: bool = False) -> dict:
+    """The ``sleep`` scene's record: SLEEP_FLAGS still flags stepped until all sleep (``loom.Sleep()`` as the App's
+    default: the default settings, turned on), then ``frames`` frames timed asleep, against a twin App with sleep off (``Sleep(enabled=False)`` as its
+    App default) stepped as many steps and timed the same way, awake. ``steps_to_sleep``: steps until the last flag
+    slept; ``asleep_share``: the flags asleep during the timed frames; ``*_calls_per_step`` with ``calls``."""
+    from loom.components import Sleep
+    apps = {}
+    for mode in ("asleep", "awake"):
+        app = App(dt=1 / 60, substeps=FLAGS100_SUBSTEPS, threads=threads)
+        app.insert_resource(Sleep(enabled=mode == "asleep"))             # sleep is opt-in: on for one App only
+        app.add_plugin(DefaultPlugins)
+        _flags_still(app)
+        apps[mode] = app
+    asleep, awake = apps["asleep"], apps["awake"]
+    settled = SLEEP_SETTLE
+    for step in range(SLEEP_SETTLE):
+        asleep.step(1)
+        if all(sleep.state == "asleep" for _, sleep in asleep.query(Sleep)):
+            settled = step + 1
+            break
+    awake.step(settled)
+    times = {mode: _frame_times(app, frames) for mode, app in apps.items()}     # both timed in the same minute
+    states = [sleep.state for _, sleep in asleep.query(Sleep)]
+    record = {
+        "scene": "sleep", "cloths": SLEEP_FLAGS, "particles": SLEEP_FLAGS * 256, "frames": frames,
+        "substeps": FLAGS100_SUBSTEPS, "threads": threads if threads is not None else "auto",
+        "steps_to_sleep": settled, "asleep_share": round(states.count("asleep") / len(states), 3),
+        "awake_ms_median": round(1000 * float(np.median(times["awake"])), 4),
+        "asleep_ms_median": round(1000 * float(np.median(times["asleep"])), 4),
+        "asleep_per_awake": round(float(np.median(times["asleep"]) / np.median(times["awake"])), 4),
+        "rejected_steps": asleep.report()["rejected_steps"] + awake.report()["rejected_steps"],
+    }
+    if calls:
+        for mode, app in apps.items():
+            record[f"{mode}_calls_per_step"] = calls_per_step(app, CALL_STEPS)["calls_per_step"]
+    for app in apps.values():
+        app.close()
+    return record
+
+
 def _scene(name: str) -> tuple[int, Callable[[App], object]]:
     """(substeps, build) for a scene name; the games are imported only when asked for."""
     if name == "cape":
@@ -112,10 +173,12 @@ def _scene(name: str) -> tuple[int, Callable[[App], object]]:
         return 16, sandbox.build_scene
     if name == "flags100":
         return FLAGS100_SUBSTEPS, _flags100
+    if name == "sleep":
+        return FLAGS100_SUBSTEPS, _flags_still
     raise ValueError(f"--scene {name!r}: expected one of {', '.join(SCENES)}")
 
 
-SCENES = ("cape", "flag", "drape", "sandbox", "flags100")
+SCENES = ("cape", "flag", "drape", "sandbox", "flags100", "sleep")
 BREAKDOWN = ("integration", "constraints", "environment", "self_collision", "pins", "wind", "bodies", "other")
 """Groups of ``ms_per_frame`` (with ``normals`` and ``upload`` from the drawn frames)."""
 
@@ -308,6 +371,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.load < 0:
         p.error(f"--load {args.load}: must be >= 0 processes")
     for name in args.scene:
+        if name == "sleep":                              # its own record: asleep against awake (``sleeping``)
+            print(json.dumps(sleeping(frames=args.frames, threads=args.threads, calls=args.calls)), flush=True)
+            continue
         print(json.dumps(run(name, frames=args.frames, threads=args.threads, profile=args.profile,
                              render=not args.no_render, load=args.load, calls=args.calls,
                              meters=args.meters)), flush=True)

@@ -195,12 +195,11 @@ def _sweeps(app: App, cloth: Cloth, reference: NaiveSheet, threads: int) -> tupl
     held = app.init_resource(ConstraintTables).get(cloth)
     kernel = _sweep_kernel(cloth, threads > 1)
     inv_h2 = 1.0 / (app.clock.h * app.clock.h)
-    bend = cloth.material.bend_angle_compliance
 
     def ours() -> float:
         cloth.x[:] = x0
         start = time.perf_counter()
-        kernel(cloth.iterations, inv_h2, bend, held)
+        kernel(cloth.iterations, inv_h2, held)
         return time.perf_counter() - start
 
     def theirs() -> float:

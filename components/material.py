@@ -5,7 +5,13 @@ softer. A distance constraint with compliance α [m/N] behaves like a spring of 
 [N/m]; XPBD divides α by h², so the material is the same at any substep count as far as the solve
 converges (more substeps converge further: the cloth gets closer to the material, never farther).
 Rough scale for a 1 m cloth at 30–60 particles a side: stretch 0 (woven cloth barely
-stretches), shear 1e-3 (stiff) … 1 (woven cloth, the default), bend 1e-2 (stiff, leather) … 10 (limp, silk).
+stretches), shear 1e-3 (stiff) … 1 (woven cloth, the default). Bending, by default, is distance links across two
+edges (``bend_compliance``, mesh-dependent). With ``bend_model="dihedral"`` it is the fabric's bending rigidity B
+[N·m], as fabric testers measure it (KES-F, FAST): light silk 1 µN·m … denim 100 µN·m; each dihedral hinge's
+compliance follows from B and the hinge's rest geometry, so a preset is the same fabric at any mesh resolution
+(``bending_rigidity``; docs/materials.md, "Bending in physical units"). Stretch and shear links
+keep one compliance per link at any spacing: in a 2D network a link of stiffness k gives the sheet a membrane
+stiffness of order k [N/m] whatever its length, so a compliance is already per unit width.
 
 A bare ``ClothMaterial()`` is the cotton preset without its stretch limit: inextensible warp and weft, soft
 shear, no deformation limit. With the default 16 substeps and one sweep, a 64² sheet pinned at two corners and
@@ -26,6 +32,23 @@ from loom.engine.persist import persistent
 
 BEND_MODELS = ("distance", "dihedral")
 
+GF_CM2_PER_CM = 9.80665e-5
+"""One gf·cm²/cm (the KES-F unit of bending rigidity) in N·m: 9.80665e-3 N × 1e-4 m² / 1e-2 m."""
+SILK_BENDING_RIGIDITY = 0.01 * GF_CM2_PER_CM
+"""The silk preset's ``bending_rigidity`` [N·m] (0.98 µN·m): a light silk (habutai, crêpe de chine), KES-F B ≈
+0.005–0.05 gf·cm²/cm (docs/materials.md)."""
+COTTON_BENDING_RIGIDITY = 0.1 * GF_CM2_PER_CM
+"""The cotton preset's (and a bare ``ClothMaterial``'s) ``bending_rigidity`` [N·m] (9.8 µN·m): cotton shirting,
+KES-F B ≈ 0.05–0.2 gf·cm²/cm (docs/materials.md)."""
+DENIM_BENDING_RIGIDITY = 1.0 * GF_CM2_PER_CM
+"""The denim preset's ``bending_rigidity`` [N·m] (98 µN·m): a mid-weight denim, KES-F B ≈ 0.5–3 gf·cm²/cm
+(docs/materials.md)."""
+LEATHER_BENDING_RIGIDITY = 5.0 * GF_CM2_PER_CM
+"""The leather preset's ``bending_rigidity`` [N·m] (0.49 mN·m): a garment leather about 1 mm thick."""
+RUBBER_BENDING_RIGIDITY = 1.7e-4
+"""The rubber preset's ``bending_rigidity`` [N·m]: a 1 mm sheet of E ≈ 2 MPa, B = E·t³/12 (a plate's rigidity, per
+unit width, Poisson's ratio neglected)."""
+
 
 @persistent
 @frozen_fields
@@ -44,13 +67,29 @@ class ClothMaterial(FrozenChecked):
     small folds (over a ball, at a table's rim) the mesh must shear instead; stiff shear locks a draped grid
     and leaves it stretched, the more so at more substeps (module docstring, docs/models.md). The default is
     soft, as the woven presets are (cotton 1, silk and denim 0.3, leather 0.03); 1e-3 (rubber) is stiff."""
+    bending_rigidity: float = checked_field(Real(0.0, low_open=True, unit=" [N·m]"), COTTON_BENDING_RIGIDITY)
+    """Bending rigidity B [N·m] (moment per unit width per unit curvature, N·m²/m): what the KES-F bending tester
+    (KES-FB2) and FAST-2 measure, the same at any mesh resolution. KES-F reports it in gf·cm²/cm: 1 gf·cm²/cm =
+    9.80665e-5 N·m (98 µN·m); FAST in µN·m. Light silk ≈ 0.5–5 µN·m, cotton shirting ≈ 5–20, denim ≈ 50–300 (docs/materials.md,
+    with the sources). With bend_model="dihedral" each hinge (edge e between triangles of areas A₁, A₂ at rest)
+    gets the compliance α_e = (A₁ + A₂) / (B·|e|²) (the discrete-shells hinge of Grinspun et al. 2003 and Bergou et
+    al. 2006: its energy θ²/(2α_e) sums to B/2 ∫κ² dA, ``loom.systems.xpbd.constraints.hinge_compliance``)."""
+    bend_angle_compliance: float | None = checked_field(Real(0.0, unit=" [1/(N·m)] (None: from bending_rigidity)",
+                                                             optional=True), None)
+    """Expert override of the dihedral hinges' compliance α [1/(N·m), rad²/J] (bend_model="dihedral"): one α for every
+    hinge, whatever its size, as Loom did before bending_rigidity (a hinge's stiffness then depends on the mesh's
+    triangle shapes, not on its spacing). None (the default, every preset): per hinge from ``bending_rigidity``."""
     bend_compliance: float = checked_field(Real(0.0, unit=" [m/N]"), 0.5)
-    """Compliance of distance bending links [m/N] (bend_model="distance")."""
-    bend_angle_compliance: float = checked_field(Real(0.0, unit=" [rad/(N·m)]"), 50.0)
-    """Compliance of dihedral-angle bending [rad/(N·m)] (bend_model="dihedral")."""
+    """Compliance of distance bending links [m/N], used only with bend_model="distance" (the legacy model, an expert
+    choice): a link across two edges resists a fold only to second order in its angle (its length changes by
+    ≈ l·θ²/8), so no compliance makes it a bending rigidity, and the same value drapes limper on a finer mesh
+    (docs/materials.md, "Bending in physical units")."""
     bend_model: str = checked_field(Choice(BEND_MODELS), "distance")
-    """"distance": links across two edges (Provot's flexion springs, Fuhrmann's bending pairs);
-    "dihedral": the angle between adjacent triangles (Müller et al. 2007; Bridson et al. 2003 gradients)."""
+    """"distance" (the default, every preset): links across two edges (Provot's flexion springs, Fuhrmann's bending
+    pairs) of compliance ``bend_compliance``, mesh-dependent, and understood by every cloth model; "dihedral": the
+    angle between adjacent triangles (Müller et al. 2007; Bridson et al. 2003 gradients), each hinge's compliance from
+    ``bending_rigidity``: the same fabric at any resolution, XPBD only, and about 3 × the distance links' solve cost
+    (docs/materials.md, "Bending in physical units")."""
     damping: float = checked_field(Real(0.0, unit=" [1/s]"), 0.5)
     """Linear velocity damping [1/s]: velocities shrink by exp(-damping·h) each substep, absolute velocity, not
     velocity relative to the air (for air drag, a ``Wind``; docs/physics.md, "Damping and dissipation").
@@ -76,7 +115,8 @@ class ClothMaterial(FrozenChecked):
     def preset(cls, name: str, **overrides: Any) -> ClothMaterial:
         """Return the named preset (cotton, silk, denim, leather, rubber), with ``overrides`` applied.
 
-        Raises ValueError for an unknown name."""
+        ``preset(name, bend_model="dihedral")`` is the same fabric with its bending in physical units
+        (``bending_rigidity``). Raises ValueError for an unknown name."""
         choice("ClothMaterial", "preset", name, tuple(PRESETS))
         return dataclasses.replace(PRESETS[name], **overrides)
 
@@ -94,14 +134,19 @@ resting tablecloth tight, for the same cost as 2 %. Silk keeps 2 %: a silk cape 
 two-way body the limit may push into (docs/performance.md, "Moved from docstrings")."""
 
 PRESETS: dict[str, ClothMaterial] = {
-    "cotton": ClothMaterial(shear_compliance=1.0, stretch_limit=COTTON_STRETCH_LIMIT),
-    "silk": ClothMaterial(density=0.06, shear_compliance=0.3, bend_compliance=5.0, bend_angle_compliance=500.0,
-                          damping=0.3, thickness=0.006, friction=0.3, stretch_limit=WOVEN_STRETCH_LIMIT),
-    "denim": ClothMaterial(density=0.4, shear_compliance=0.3, bend_compliance=0.05, bend_angle_compliance=5.0,
-                           damping=0.8, thickness=0.012, friction=0.6, stretch_limit=COTTON_STRETCH_LIMIT),
-    "leather": ClothMaterial(density=0.9, shear_compliance=0.03, bend_compliance=5e-3, bend_angle_compliance=0.5,
-                             damping=1.0, thickness=0.015, friction=0.7, stretch_limit=WOVEN_STRETCH_LIMIT),
-    "rubber": ClothMaterial(density=1.2, stretch_compliance=1e-3, shear_compliance=1e-3, bend_compliance=0.02,
-                            bend_angle_compliance=2.0, damping=0.4, thickness=0.01, friction=1.0, strain_limit=0.5),
+    "cotton": ClothMaterial(bending_rigidity=COTTON_BENDING_RIGIDITY, shear_compliance=1.0,
+                            stretch_limit=COTTON_STRETCH_LIMIT),
+    "silk": ClothMaterial(density=0.06, bending_rigidity=SILK_BENDING_RIGIDITY, shear_compliance=0.3,
+                          bend_compliance=5.0, damping=0.3, thickness=0.006, friction=0.3,
+                          stretch_limit=WOVEN_STRETCH_LIMIT),
+    "denim": ClothMaterial(density=0.4, bending_rigidity=DENIM_BENDING_RIGIDITY, shear_compliance=0.3,
+                           bend_compliance=0.05, damping=0.8, thickness=0.012, friction=0.6,
+                           stretch_limit=COTTON_STRETCH_LIMIT),
+    "leather": ClothMaterial(density=0.9, bending_rigidity=LEATHER_BENDING_RIGIDITY, shear_compliance=0.03,
+                             bend_compliance=5e-3, damping=1.0, thickness=0.015, friction=0.7,
+                             stretch_limit=WOVEN_STRETCH_LIMIT),
+    "rubber": ClothMaterial(density=1.2, bending_rigidity=RUBBER_BENDING_RIGIDITY, stretch_compliance=1e-3,
+                            shear_compliance=1e-3, bend_compliance=0.02, damping=0.4, thickness=0.01, friction=1.0,
+                            strain_limit=0.5),
 }
 """Named fabrics for games; tune from the closest one with ``ClothMaterial.preset(name, **changes)``."""

@@ -136,6 +136,11 @@ class App:
         self.resources: dict[type, Any] = {}
         """One resource per type (``insert_resource``, ``resource``): gravity, pixel space, solver scratch."""
         self._flat_queries: dict[tuple[type, ...], tuple[list, list]] = {}
+        self._rest_type: type | None = None                 # queries with this type leave `resting` out in steps
+        self.resting: frozenset[int] = frozenset()
+        """The entities the fixed steps leave out (``rest``; read it, set it with ``rest``): empty when every entity
+        is stepped."""
+        self._rest_queries: dict[tuple[type, ...], tuple[list, frozenset[int], list]] = {}
         self.owns_world = world is None
         """True when the world is the App's own (private, deleted by ``close()``); False in a game's world."""
         if world is None:
@@ -351,21 +356,50 @@ class App:
             else:
                 self.despawn(entity)
 
-    def query(self, *component_types: type) -> list[tuple[Any, ...]]:
+    def query(self, *component_types: type, resting: bool = False) -> list[tuple[Any, ...]]:
         """Return ``[(entity, component, ...), ...]`` for the entities holding every type given.
 
         Ordered by entity id, so systems visit entities in a deterministic order. The list is shared
-        (cached until a component is added or removed anywhere): read it, don't change it."""
+        (cached until a component is added or removed anywhere, or the resting entities change): read it, don't
+        change it. While a fixed step runs, a query naming the type given to ``rest`` leaves the resting entities
+        out (cloths asleep or frozen off screen), so no system of the step sees them; ``resting=True`` keeps them
+        (the system that decides who rests). INPUT, RENDER and calls between steps always see every entity."""
         if esper.current_world != self._world:              # called from outside: in the App's world and back
             with self._current():
-                return self.query(*component_types)
+                return self.query(*component_types, resting=resting)
         if len(component_types) == 1:
-            return esper.get_component(component_types[0])
-        found = esper.get_components(*component_types)       # esper's cached list while nothing changed
-        flat = self._flat_queries.get(component_types)
-        if flat is None or flat[0] is not found:             # flatten once per change, not per call
-            flat = self._flat_queries[component_types] = (found, [(e, *comps) for e, comps in found])
-        return flat[1]
+            rows = esper.get_component(component_types[0])
+        else:
+            found = esper.get_components(*component_types)   # esper's cached list while nothing changed
+            flat = self._flat_queries.get(component_types)
+            if flat is None or flat[0] is not found:         # flatten once per change, not per call
+                flat = self._flat_queries[component_types] = (found, [(e, *comps) for e, comps in found])
+            rows = flat[1]
+        if self.resting and self._deferring and not resting and self._rest_type in component_types:
+            return self._awake_rows(component_types, rows)
+        return rows
+
+    def _awake_rows(self, component_types: tuple[type, ...], rows: list) -> list:
+        """``rows`` without the resting entities: one list per query, kept (same identity) until ``rows`` or the
+        resting set change, so caches keyed on a query's identity (the model index) stay valid between changes."""
+        cached = self._rest_queries.get(component_types)
+        if cached is None or cached[0] is not rows or cached[1] is not self.resting:
+            resting = self.resting
+            cached = self._rest_queries[component_types] = (rows, resting,
+                                                            [row for row in rows if row[0] not in resting])
+        return cached[2]
+
+    def rest(self, component_type: type, entities: Iterable[int]) -> None:
+        """Leave ``entities`` out of this App's fixed steps from now on: while a step runs, ``query`` of any types
+        that include ``component_type`` skips them, so every system of the step processes only the others (a
+        system needs no check of its own). ``loom.systems.pipeline.sleep`` calls it with the cloths asleep or
+        frozen off screen, at the start of each step; an empty set rests nothing. One type per App: a second
+        type replaces the first. Their components stay as they were (a resting cloth resumes from its state)."""
+        resting = frozenset(entities)
+        if resting != self.resting or component_type is not self._rest_type:
+            self.resting = resting
+            self._rest_type = component_type
+            self._rest_queries.clear()
 
     @_in_world
     def entities(self) -> list[int]:

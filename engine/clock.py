@@ -96,7 +96,9 @@ class FixedClock:
 
     @property
     def alpha(self) -> float:
-        """Fraction of a step banked but not simulated, in [0, 1): for interpolating rendering."""
+        """Fraction of a step banked but not simulated, in [0, 1): for interpolating rendering. The renderers draw
+        (1 − alpha)·(the last step's start) + alpha·(its end) when their ``StepBlend`` is enabled (on in the window
+        loop: loom.systems.render.between); a game drawing its own sprites blends their positions the same way."""
         return self.accumulator / self.dt
 
     def advance(self, real_dt: float) -> int:

@@ -9,6 +9,17 @@ NumPy function where the source loops over links or triangles): the compile-ahea
 (``loom.launch.compile_ahead``) compiles them after the first frame's and the contacts' kernels, so a first
 launch's first frame does not wait for them.
 
+The large per-step kernels have *stand-ins* too, NumPy functions next to the kernels they stand in for
+(``loom.systems.xpbd.cold``: the prediction, the velocity update, the constraint solve and the yarns' settle pass;
+``loom.systems.forces.cold``: the wind; ``loom.systems.shared.cold_held``: ``hold``, whose ``PyHeld`` the others
+read). A stand-in need not be its kernel's algorithm (the solve is Jacobi XPBD over the links, not the coloured
+Gauss–Seidel and the yarns' line solve) but writes the same arrays with the same meaning, and keeps the cloth
+within physical bounds (tests/test_cold_stand_ins.py). So **a launch on an empty cache with a compile worker
+runs its first seconds on stand-ins, and its motion then differs from a warm launch's**; determinism (bit-exact
+runs) holds between warm launches and wherever no stand-in runs: ``LOOM_COLD_PYTHON=0``, no worker (one core,
+``LOOM_COMPILE_AHEAD=0``, an App without ``LOOM_COLD_WORKER=1``), and the tests (their ``conftest`` sets
+``LOOM_COLD_WORKER=0``).
+
 Nothing is chosen per call in a hot system. A module whose code calls a kernel declares it once,
 ``called_from(__name__, kernel, ...)``, and then calls the kernel through a module-level name of its own
 (``_walk_call = _walk``; the kernel's own name stays the kernel). This module *binds* that name:
@@ -20,10 +31,15 @@ Nothing is chosen per call in a hot system. A module whose code calls a kernel d
 - a per-step kernel (``python_twin(kernel, per_step=True)``) is bound to its twin only while the compile-ahead
   worker compiles it (``while_compiling``): without a worker (one core, ``LOOM_COMPILE_AHEAD=0``) it compiles on
   its first call as before, since a twin called every substep for the whole game would cost milliseconds a frame;
+  with a *serving* worker (``compile_ahead.serve``: an App's own, for a game without a kernel list) the site's
+  first call asks the worker for its kernel with that call's argument types (``request``), then calls the twin;
+- a per-step kernel registered ``last`` (``hold``: its stand-in makes what the module's other stand-ins read) is
+  rebound only once no other site of its module is on a twin;
 - ``rebind`` (called by an App's step boundary, ``loom.launch.step_boundary``, before each step) puts the
   compiled dispatcher back, once, when the kernel is ready (compiled here, or in numba's cache: loading it takes
-  milliseconds), when the worker stopped, or for a per-step kernel when the scene is large. From then on the call
-  site calls the dispatcher with no lookup at all.
+  milliseconds: at most ``LOADS_PER_BOUNDARY`` loads a boundary, so no frame pays for several), when the worker
+  stopped, or for a per-step kernel when the scene is large. From then on the call site calls the dispatcher
+  with no lookup at all.
 
 The twin is the kernel's own source run by the interpreter (``py_func``), its calls to other registered kernels
 going to their twins: one source, the same integers out (set-up kernels are integer graph walks and
@@ -50,21 +66,30 @@ lists' recorder set it, so that the cache, and the list, hold these kernels too.
 
 _twins: dict[Any, Callable[..., Any]] = {}
 _per_step: set[Any] = set()
+_last: set[Any] = set()                             # kernels whose sites are rebound after their module's others
 _sizes: dict[Any, Callable[..., int]] = {}
 _by_name: dict[tuple[str, str], Any] = {}          # (module, qualname) → dispatcher, whatever its name is bound to
 _sites: list[tuple[dict[str, Any], str, Any]] = []  # (module globals, name, kernel) of every call site
 _bound: list[tuple[dict[str, Any], str, Any]] = []  # the call sites bound to a twin or stand-in that ``rebind`` watches
 _compiling: Callable[[], bool] = lambda: False
+_requester: Callable[[Any, tuple], None] | None = None   # asks the worker for a kernel (``while_compiling``)
+_requested: dict[Any, tuple | None] = {}            # kernel → the numba argument types its first call asked for
+
+LOADS_PER_BOUNDARY = 1
+"""Most kernels ``rebind`` loads from numba's cache at one step boundary (a load costs milliseconds: spread over
+the boundaries, no frame pays for several)."""
 
 
 def python_twin(kernel: Any, *callees: Any, per_step: bool = False, twin: Callable[..., Any] | None = None,
-                size: Callable[..., int] | None = None) -> Any:
+                size: Callable[..., int] | None = None, last: bool = False) -> Any:
     """Register ``kernel`` (a numba dispatcher) with a Python twin: its ``py_func`` with ``callees`` (dispatchers
     it calls) replaced by their own twins, registered before it; ``per_step``: a kernel called every step, whose
     twin stands in only while another process compiles it (``while_compiling``); ``twin``: a NumPy function with
     the kernel's arguments and results, used instead of the source (a loop over thousands of links every substep
     is too slow as Python; NumPy's array operations are not); ``size``: for a set-up kernel, the problem's size
-    [particles] from the call's arguments (``PYTHON_MAX_SIZE``). Returns ``kernel``. Registering binds no name:
+    [particles] from the call's arguments (``PYTHON_MAX_SIZE``); ``last``: a per-step kernel whose twin makes
+    what other twins of the calling module read (``held.hold``'s ``PyHeld``), so a call site of it is rebound only
+    once no other site of that module is bound to a twin. Returns ``kernel``. Registering binds no name:
     ``called_from`` does. Raises TypeError for something that is not a numba dispatcher or a callee that is not
     registered."""
     py_func = getattr(kernel, "py_func", None)
@@ -84,6 +109,8 @@ def python_twin(kernel: Any, *callees: Any, per_step: bool = False, twin: Callab
     _by_name[(py_func.__module__, py_func.__qualname__)] = kernel
     if per_step:
         _per_step.add(kernel)
+    if last:
+        _last.add(kernel)
     if size is not None:
         _sizes[kernel] = size
     return kernel
@@ -147,37 +174,99 @@ def _bind(site: tuple[dict[str, Any], str, Any], stand_in: Callable[..., Any]) -
         _bound.append(site)
 
 
-def while_compiling(running: Callable[[], bool]) -> None:
-    """The compile-ahead worker started (``loom.launch.compile_ahead.start``): while ``running()`` is true, bind
-    every per-step call site whose kernel is not ready to its twin (``rebind`` puts the kernels back)."""
-    global _compiling
+class _Requesting:
+    """A per-step call site's stand-in before its first call while a serving worker runs: that call asks the worker
+    for the kernel with the call's argument types (``_requester``), binds the site to the plain twin and runs it."""
+
+    __slots__ = ("site",)
+
+    def __init__(self, site: tuple[dict[str, Any], str, Any]) -> None:
+        self.site = site
+
+    def __call__(self, *args: Any) -> Any:
+        namespace, name, kernel = self.site
+        twin = _twins[kernel]
+        namespace[name] = twin
+        request(kernel, args)
+        return twin(*args)
+
+
+def request(kernel: Any, args: tuple) -> None:
+    """Ask the serving worker (if any) to compile ``kernel`` for the numba types of ``args`` (once per kernel)."""
+    if kernel in _requested:
+        return
+    try:
+        types = tuple(kernel.typeof_pyval(a) for a in args)
+    except Exception:                               # an argument numba cannot type: the kernel compiles when rebound
+        _requested[kernel] = None
+        return
+    _requested[kernel] = types
+    if _requester is not None:
+        _requester(kernel, types)
+
+
+def while_compiling(running: Callable[[], bool], requester: Callable[[Any, tuple], None] | None = None) -> None:
+    """The compile-ahead worker started (``loom.launch.compile_ahead.start`` or ``serve``): while ``running()`` is
+    true, bind every per-step call site whose kernel is not ready to its twin (``rebind`` puts the kernels back).
+    ``requester(kernel, types)``: a worker that compiles what it is asked (``serve``): each site's first call asks
+    it for its kernel with that call's numba argument types."""
+    global _compiling, _requester
     _compiling = running
+    _requester = requester
     if not ENABLED or not running():
         return
     for site in _sites:
         if site[2] in _per_step and not ready(site[2]):
-            _bind(site, _twins[site[2]])
+            _bind(site, _twins[site[2]] if requester is None else _Requesting(site))
 
 
 def rebind(large: bool = False) -> int:
     """At a step boundary: put the compiled dispatcher back at each bound call site whose kernel is ready (compiled
-    here, or cached), and at every per-step one when the worker stopped or ``large`` (the scene has more than
-    ``PYTHON_MAX_SIZE`` particles); return how many were rebound. A set-up stand-in no worker will make ready stays
+    here, or cached: loaded here first, at most ``LOADS_PER_BOUNDARY`` a boundary; a ``last`` kernel's once its
+    module's other sites are rebound), and at every per-step one when the worker stopped or ``large`` (the scene has
+    more than ``PYTHON_MAX_SIZE`` particles); return how many were rebound. A set-up stand-in no worker will make ready stays
     (it asks at each build) but is no longer looked at. With nothing bound it costs one test."""
     if not _bound:
         return 0
     compiling = _compiling()
-    done = 0
+    done = loads = 0
     for site in list(_bound):
         namespace, name, kernel = site
         per_step = kernel in _per_step
-        if ready(kernel) or (per_step and (large or not compiling)):
-            namespace[name] = kernel
-            _bound.remove(site)
-            done += 1
-        elif not compiling:
-            _bound.remove(site)
+        if kernel in _last and any(other[0] is namespace and other[2] not in _last for other in _bound):
+            continue                                # its module's other twins still read what its twin makes
+        if per_step and (large or not compiling):
+            pass
+        elif not ready(kernel):
+            if not compiling:
+                _bound.remove(site)
+            continue
+        elif not kernel.signatures:                 # in the cache, not yet here: load it, a few per boundary
+            if loads >= LOADS_PER_BOUNDARY:
+                continue
+            loads += 1
+            if not _load(kernel):
+                continue
+        namespace[name] = kernel
+        _bound.remove(site)
+        done += 1
     return done
+
+
+def _load(kernel: Any) -> bool:
+    """Load ``kernel`` from numba's cache for the argument types its first call asked for (``request``), never
+    compiling it; True when it is loaded or no types were asked (it loads at its first call). The other call sites
+    of the kernel see ``kernel.signatures`` and are rebound without a load."""
+    types = _requested.get(kernel)
+    if types is None:
+        return True
+    from loom.launch import kernel_cache
+    try:
+        with kernel_cache.only_cached():
+            kernel.compile(types)
+    except Exception:                               # not loadable (another signature, a stale index): keep the twin
+        return False
+    return True
 
 
 def unbind() -> None:
@@ -212,6 +301,13 @@ def twin_of(kernel: Any) -> Callable[..., Any]:
 def ready(kernel: Any) -> bool:
     """Whether calling ``kernel`` costs no compile: it is compiled in this process or cached on disk."""
     return bool(kernel.signatures) or cached(kernel)
+
+
+def cold_per_step() -> bool:
+    """Whether numba's cache is empty of Loom's per-step kernels: not one with a stand-in that some module calls is
+    ready (a warm cache that lacks only some, a renderer's never drawn, is not cold)."""
+    kernels = {kernel for _, _, kernel in _sites if kernel in _per_step}
+    return bool(kernels) and not any(ready(kernel) for kernel in kernels)
 
 
 def has_twin(kernel: Any) -> bool:

@@ -15,6 +15,13 @@ two processes mark the kernel each is compiling (a file per kernel in a temporar
 game, missing a kernel the worker is compiling, waits for it and loads it (``kernel_cache.miss_hooks``) instead of
 compiling it a second time; the worker leaves a kernel the game is compiling for later.
 
+A game without a kernel list (a user's own loop around a default ``App``) gets a *serving* worker instead
+(``serve``, started by the App's step boundary, ``loom.launch.step_boundary``, when numba's cache holds none of
+Loom's per-step kernels and ``LOOM_COLD_WORKER=1``): each per-step call site's first call runs its NumPy stand-in
+and asks the worker for its kernel with that call's argument types (a request file in the markers folder); between
+requests the worker compiles the prefabs' games' lists (``DEFAULT_LISTS``: the contacts, the coupling, the limit
+an everyday scene meets in its first frames). The game loads each kernel at a step boundary once it is cached.
+
 ``start`` does nothing when every listed kernel is already in the cache (a warm launch pays two stat calls per
 kernel), on a one-core machine, or with ``LOOM_COMPILE_AHEAD=0``; the worker exits with the game. The games pass
 their list to ``run_app(kernels=...)``; ``loom.launch.compile_ahead.record("mygame", "mygame.kernels")`` writes one
@@ -345,11 +352,20 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         return None
     if not missing(first + later):
         return None
-    from loom.launch import kernel_cache
     _recorded.update({(e.module, e.qualname): e.seconds for e in first + later})
     _first_frame[:] = list(dict.fromkeys(first))
+    _launch("work", str(path))
+    cold_kernels.while_compiling(_running)
+    return _worker
+
+
+def _launch(*command: str) -> None:
+    """Start the worker process (``main(command + (pid, markers))``) with a fresh markers folder, and register this
+    process's compile marks, cache hook and exit handler (once)."""
+    global _worker, _markers, _marks
+    from loom.launch import kernel_cache
     _markers = Path(tempfile.mkdtemp(prefix="loom-compiling-"))
-    _worker = subprocess.Popen([sys.executable, "-c", COMMAND, "work", str(path), str(os.getpid()), str(_markers)],
+    _worker = subprocess.Popen([sys.executable, "-c", COMMAND, *command, str(os.getpid()), str(_markers)],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if _marks is None:
         _marks = _Marks(_markers, "m-")
@@ -358,8 +374,132 @@ def start(path: str | os.PathLike | None) -> subprocess.Popen | None:
         kernel_cache.miss_hooks.append(_wait_for_worker)
         atexit.register(stop)
     _marks.folder = _markers
-    cold_kernels.while_compiling(_running)
+
+
+SERVE_ENV = "LOOM_COLD_WORKER"
+"""Environment variable: "1" lets an App start a serving worker itself (``serve``); unset or "0" (the default while
+the stand-ins do not yet cover a first frame's every kernel: docs/performance.md, "Hitches") it does not. The
+tests set "0": a unit test's motion must not depend on the state of numba's cache."""
+
+POLL = 0.02
+"""[s] how often a serving worker looks for new requests."""
+
+_served = 0                               # requests written to the serving worker
+
+
+def serve() -> subprocess.Popen | None:
+    """Start a *serving* worker for a game without a kernel list (an App with ``LaunchPlugin``, on its first step
+    on an empty cache: ``loom.launch.step_boundary``): it compiles what the game asks for, in order, while the
+    game runs its per-step kernels' stand-ins (``cold_kernels.while_compiling``: each call site's first call asks
+    for its kernel with that call's argument types). Nothing is started (None) without ``LOOM_COLD_WORKER=1``, with
+    ``LOOM_COMPILE_AHEAD=0`` or ``LOOM_COLD_PYTHON=0``, on a one-core machine, when a worker already runs, or when
+    every per-step kernel with a stand-in is ready (a warm cache). The worker ends with the game."""
+    if (os.environ.get(SERVE_ENV, "0").strip() == "0" or os.environ.get(ENV_VAR, "1").strip() == "0"
+            or not cold_kernels.ENABLED or (os.cpu_count() or 1) < 2 or _running()
+            or not cold_kernels.cold_per_step()):
+        return None
+    _first_frame.clear()
+    _launch("serve")
+    cold_kernels.while_compiling(_running, _request)
     return _worker
+
+
+def _request(kernel: Any, types: tuple) -> None:
+    """Ask the serving worker for ``kernel`` with numba argument ``types``: a request file in the markers folder
+    (written whole, then renamed: the worker never reads half of one)."""
+    global _served
+    if _markers is None or not _running():
+        return
+    f = kernel.py_func
+    _served += 1
+    path = _markers / f"q-{_served:06d}.pickle"
+    try:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(_rows([Entry(f.__module__, f.__qualname__, tuple(types))])))
+        os.replace(tmp, path)
+    except OSError:                       # the folder is gone (the worker ended): the game compiles it itself
+        pass
+
+
+DEFAULT_LISTS = ("cape", "flag")
+"""The demos' kernel lists a serving worker compiles after the game's requests: those of the prefabs' games."""
+
+
+def default_lists() -> list[Path]:
+    """The kernel lists a serving worker compiles after the game's requests: ``DEFAULT_LISTS`` (``games/kernels``), whose
+    kernels (the solve, the wind, the contacts, the coupling, the limit) an everyday scene meets in its first
+    frames. A kernel the game never calls costs the worker's core only."""
+    folder = Path(__file__).resolve().parent.parent / "games" / "kernels"
+    return [folder / f"{name}.pickle" for name in DEFAULT_LISTS if (folder / f"{name}.pickle").exists()]
+
+
+def serving(parent: int, markers: str | os.PathLike) -> int:
+    """The serving worker: compile each request (``_request``) in the order made, and between requests the entries
+    of ``default_lists`` in ``worker_order`` (the first frames' kernels at the game's priority, the rest niced),
+    until ``parent`` exits; an entry the game is compiling (its mark) is put off. Returns how many it compiled."""
+    folder = Path(markers)
+    marks = _Marks(folder, "w-")
+    event.register("numba:compile", marks)
+    _unmark_on_save(marks)
+    first: list[Entry] = []
+    later: list[Entry] = []
+    for path in default_lists():
+        try:
+            f, l = load(path)
+        except (OSError, ValueError):
+            continue
+        first += [e for e in f if e not in first]
+        later += [e for e in l if e not in later and e not in first]
+    found, set_up, per_step = _kernels_of(first + later)          # (the modules the requests name, too, while
+    listed = [e for e in worker_order(first, later, set_up, per_step)   # the game builds its scene)
+              if (e.module, e.qualname) not in set_up | per_step]
+    first_frame = set(first)
+    seen: set[str] = set()
+    put_off: set[Entry] = set()
+    niced = False
+    done = 0
+    while os.getppid() == parent:
+        try:
+            names = sorted(p.name for p in folder.glob("q-*.pickle") if p.name not in seen)
+        except OSError:
+            break
+        queue: list[Entry] = []
+        for name in names:
+            seen.add(name)
+            try:
+                queue += [Entry(*row) for row in _safe_loads((folder / name).read_bytes())]
+            except (OSError, pickle.UnpicklingError, EOFError, ImportError, AttributeError, TypeError, ValueError):
+                continue
+        if not queue:
+            if not listed:
+                time.sleep(POLL)
+                continue
+            entry = listed.pop(0)
+            if not niced and entry not in first_frame:
+                niced = _lower_priority()
+            queue = [entry]
+        for e in queue:
+            kernel = cold_kernels.kernel_named(e.module, e.qualname)
+            if not hasattr(kernel, "overloads"):
+                try:
+                    importlib.import_module(e.module)
+                except ImportError:
+                    continue
+                kernel = cold_kernels.kernel_named(e.module, e.qualname)
+                if not hasattr(kernel, "overloads"):
+                    kernel = _dispatchers().get((e.module, e.qualname))
+            if kernel is None or e.args in kernel.overloads or cold_kernels.cached(kernel):
+                continue
+            if e not in put_off and (folder / ("m-" + _name(kernel.py_func))).exists():   # the game compiles it
+                put_off.add(e)
+                listed.append(e)
+                continue
+            try:
+                kernel.compile(e.args)
+                done += 1
+            except Exception:              # types the kernel does not take: the game keeps its stand-in
+                continue
+    return done
 
 
 def _running() -> bool:
@@ -382,6 +522,29 @@ def stop() -> None:
     _markers = None
 
 
+def _lower_priority() -> bool:
+    """Run at a lower priority from now on (past the first frame's kernels: the game is running); True."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+    return True
+
+
+def _kernels_of(entries: list[Entry]) -> tuple[dict, set, set]:
+    """Import the modules ``entries`` name; return Loom's dispatchers by (module, qualname), and the keys of those
+    with a set-up twin and of those with a per-step stand-in."""
+    for module in dict.fromkeys(e.module for e in entries):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    found = _dispatchers()
+    set_up = {key for key, d in found.items() if cold_kernels.has_twin(d) and not cold_kernels.is_per_step_kernel(d)}
+    per_step = {key for key, d in found.items() if cold_kernels.is_per_step_kernel(d)}
+    return found, set_up, per_step
+
+
 def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.PathLike | None = None) -> int:
     """The worker: compile every entry of kernel list ``path`` not yet in the cache, in ``worker_order``: the
     first frame's at the game's priority (on a busy machine a lower one would starve it), the later ones at a
@@ -394,14 +557,7 @@ def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.P
         event.register("numba:compile", marks)
         _unmark_on_save(marks)
     first, later = load(path)
-    for module in dict.fromkeys(e.module for e in first + later):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    found = _dispatchers()
-    set_up = {key for key, d in found.items() if cold_kernels.has_twin(d) and not cold_kernels.is_per_step_kernel(d)}
-    per_step = {key for key, d in found.items() if cold_kernels.is_per_step_kernel(d)}
+    found, set_up, per_step = _kernels_of(first + later)
     done = 0
     queue = worker_order(first, later, set_up, per_step)
     put_off: set[Entry] = set()
@@ -412,11 +568,7 @@ def work(path: str | os.PathLike, parent: int | None = None, markers: str | os.P
         if parent is not None and os.getppid() != parent:
             break
         if not niced and entry not in first_frame:
-            niced = True
-            try:
-                os.nice(10)
-            except OSError:
-                pass
+            niced = _lower_priority()
         kernel = found.get((entry.module, entry.qualname))
         if kernel is None or entry.args in kernel.overloads or cold_kernels.cached(kernel):
             continue
@@ -445,6 +597,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("list")
     w.add_argument("parent", nargs="?", type=int, default=None)
     w.add_argument("markers", nargs="?", default=None)
+    s = sub.add_parser("serve", help="compile what the game asks for (what serve() runs)")
+    s.add_argument("parent", type=int)
+    s.add_argument("markers")
     i = sub.add_parser("_record")
     i.add_argument("game")
     i.add_argument("out")
@@ -456,6 +611,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(record(args.game, args.out, frames=args.frames))
     elif args.command == "work":
         work(args.list, args.parent, args.markers)
+    elif args.command == "serve":
+        serving(args.parent, args.markers)
     else:
         _record_run(args.game, [a for a in args.rest if a != "--"], args.out)
     return 0

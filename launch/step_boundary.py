@@ -2,7 +2,9 @@
 
 ``LaunchBoundary`` is the App's step boundary (``loom.engine.boundary.StepBoundary``, the one hook ``App._steps``
 calls): ``install(app)`` gives an App one (``LaunchPlugin``, which ``DefaultPlugins`` holds, and ``run_app`` call
-it). Before each fixed step:
+it), and on an empty numba cache starts the App's own compile worker (``compile_ahead.serve``: with
+``LOOM_COLD_WORKER=1``; the per-step kernels run as their NumPy stand-ins until it has compiled them). Before each
+fixed step:
 
 - before the App's first step, the kernels its scene loaded after its first frame at an earlier launch are
   loaded (``loom.launch.later_kernels``): the first frame pays, the frames after it load nothing;
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loom.launch import cold_kernels, later_kernels, threads
+from loom.launch import cold_kernels, compile_ahead, later_kernels, threads
 from loom.launch.compile_progress import compiles, loom_compiles
 
 SIZE_EVERY = 60
@@ -53,6 +55,7 @@ class LaunchBoundary:
         if index == 0 and self.compiled_before < 0:
             self.compiled_before = loom_compiles()
             later_kernels.prepare(app)
+            compile_ahead.serve()                  # an empty cache: the per-step kernels compiled on the other core
         tuner = self.tuner
         if (app.threads is None) != (tuner is not None):            # app.set_threads changed "auto" and a count
             tuner = self.tuner = threads.ThreadTuner(threads.cores()) if app.threads is None else None
@@ -88,6 +91,7 @@ def install(app: Any) -> LaunchBoundary:
     """Give ``app`` a ``LaunchBoundary`` unless it has one (of any kind); return the one it has."""
     if app.step_boundary is None:
         app.step_boundary = LaunchBoundary(app)
+        compile_ahead.serve()                      # an empty cache: the other core compiles while the scene builds
     return app.step_boundary
 
 

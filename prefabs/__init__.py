@@ -10,7 +10,7 @@ pixel-sized values warn once (prefabs/_units.py).
 from __future__ import annotations
 
 from loom.prefabs.cape import Cape, cape
-from loom.prefabs.figure import Figure, pose_figure, spawn_figure
+from loom.prefabs.figure import Figure, figure_colliders, pose_figure, spawn_figure
 from loom.prefabs.flag import Flag, flag
 
-__all__ = ["Cape", "Figure", "Flag", "cape", "flag", "pose_figure", "spawn_figure"]
+__all__ = ["Cape", "Figure", "Flag", "cape", "figure_colliders", "flag", "pose_figure", "spawn_figure"]

@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pymunk
 
-from loom.components import Box, Cloth, ClothMaterial, ClothStyle, Collider, Pin, PixelSpace, RigidBody2D, Transform
+from loom.components import (Box, Cloth, ClothMaterial, ClothStyle, Collider, MaxDistance, Pin, PixelSpace, RigidBody2D,
+                             Transform)
 from loom.engine import App, Stage
 from loom.prefabs import _shared, _units
 from loom.systems import ClothSet
@@ -48,6 +49,15 @@ GAP = 0.03
 """Distance [m] between the hero's collision extrusion (its back face in z) and the cape's pinned row."""
 BOW = 0.08
 """Depth of the sheet's bow [-], as a fraction of its lower width: enough that it is not a flat plane."""
+REACH = 2.0
+"""Default max distance of each particle from where it hangs straight down at rest, as a multiple of its rest distance
+from the pinned row [-]: 2 lets an unstretched cape swing anywhere, streaming behind a runner or blown up over his
+head (a smaller reach fights the wind and the run: 1.5 stretched the 3D demo's cape by 12 % in its headwind), and never
+lets it be dragged further from him than that (a hero who teleports or dashes pulls it along at once)."""
+BACKSTOP_RADIUS = 50.0
+"""Radius [m] of the cape's backstop capsules (and half their length, along the hero's up): so large that each is a
+flat wall within a fraction of a millimetre where the cape is — the plane of the hero's front face, which the cape
+may not pass (``MaxDistance``)."""
 TURN_TIME = 0.3
 """Default time [s] the pinned row takes to slide across when the hero turns (``Cape.turn_time``): a faster slide
 stretches the cape's links more in a turn into a run (docs/performance.md, "Moved from docstrings")."""
@@ -57,7 +67,7 @@ class Cape:
     """What ``loom.cape`` made: the cloth entity, its Cloth and Pin, the carrier entity and the way it faces."""
 
     def __init__(self, app: App, entity: int, cloth: Cloth, pin: Pin, attach_to: int, right: np.ndarray,
-                 facing: int) -> None:
+                 facing: int, limit: MaxDistance | None = None, reference: np.ndarray | None = None) -> None:
         self.app = app
         """The App the cape lives in."""
         self.entity = entity
@@ -69,12 +79,17 @@ class Cape:
         self.attach_to = attach_to
         """The carrier entity (the hero's RigidBody2D or Transform entity)."""
         self._right = right                         # pin offsets [m] (k, 3) when facing right, left to right
+        self.limit = limit
+        """The cape's ``MaxDistance`` (max distance from where it hangs, and a backstop at the hero's front face), or
+        None (``loom.cape(..., max_distance=False)``)."""
+        self._reference = reference                 # the limit's layout (ny, nx, 5) facing right (``_place_limit``)
         self.facing = facing
         """+1 right, −1 left: the side the hero looks to (the cape hangs on the other)."""
         self.turn_time = TURN_TIME
         """Time [s] >= 0 the pinned row takes to slide across on ``face`` (0: within one step)."""
         self._turn: tuple[np.ndarray, np.ndarray] | None = None     # (offsets at the start, target) while turning
         self._turned = 0.0                                           # time [s] into the turn
+        self._limit_turn: tuple[np.ndarray, np.ndarray] | None = None  # the limit's reference at the start, target
         self._args: dict[str, Any] = {}                              # loom.cape's arguments (rebuilt in new units)
         self._built_facing = facing
         self._reach: tuple[str, float, str, float] = ("", 0.0, "", 0.0)
@@ -97,6 +112,7 @@ class Cape:
             self.facing = direction
             self._turn = (np.array(self.pin.offset, dtype=np.float64), _facing(self._right, direction))
             self._turned = 0.0
+            self._turn_limit()
 
     def _slide(self, app: App, dt: float) -> None:
         """PRE_STEP, before the pins read their offsets, while turning: move the row ``dt`` further across."""
@@ -105,20 +121,44 @@ class Cape:
         t = 1.0 if self.turn_time <= 0.0 else min(1.0, self._turned / self.turn_time)
         eased = t * t * (3.0 - 2.0 * t)                              # smoothstep: no kick at either end
         self.pin.offset = start + eased * (target - start)
+        if self._limit_turn is not None:                             # the reference slides across with the row
+            was, goal = self._limit_turn
+            self.limit.reference = was + eased * (goal - was)
         if t >= 1.0:
             self._turn = None
+            self._limit_turn = None
+
+    def _turn_limit(self) -> None:
+        """Start turning the MaxDistance round with the row: its reference slides to the mirrored layout with the
+        pins; the backstop's normals turn to the new back at once and it is re-armed, so it holds each particle
+        from when the particle has swung behind the hero's new front."""
+        limit = self.limit
+        if limit is None or self._reference is None:
+            self._limit_turn = None
+            return
+        was = np.array(limit.reference, dtype=np.float64)
+        goal = _place_limit(limit, self._reference, self.facing)      # distances and offsets of the new side
+        limit.reference = was                                          # (the reference itself slides there)
+        self._limit_turn = (was, goal)
+        limit.normal = (-float(self.facing), 0.0, 0.0)
+        limit.rearm()
 
     def _rebuild(self, pixels: PixelSpace | None) -> None:
         """Build the cape again from ``loom.cape``'s arguments read in ``pixels`` (None: metres), with the carrier
         where the first build found it and facing as built (a turn ``face`` asked for since goes on from there),
         and transplant the new Cloth and Pin into this cape's (prefabs/_units.py; before its first step)."""
-        cloth, pin, offsets, self._reach, _ = _build(self.app, pixels, self._built_facing, **self._args)
+        cloth, pin, offsets, self._reach, _, limit, reference = _build(self.app, pixels, self._built_facing,
+                                                                        **self._args)
         pin.active = self.pin.active.copy()                           # a release before the first step stays
         _units.transplant(self.cloth, cloth)
         _units.transplant(self.pin, pin)
+        if self.limit is not None and limit is not None:
+            _units.transplant(self.limit, limit)
+            self._reference = reference
         self._right = offsets
         if self._turn is not None:                                    # face() before the first step: the same turn
             self._turn = (np.array(self.pin.offset, dtype=np.float64), _facing(offsets, self.facing))
+            self._turn_limit()
 
     def _extent(self) -> tuple[str, float, str, float]:
         """(its carrier's place, distance [m] from the origin, what its sizes are, the largest [m]) as built."""
@@ -132,7 +172,7 @@ class Cape:
 def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | None = None,
          width: float | None = None, resolution: tuple[int, int] | None = None,
          material: str | ClothMaterial = "silk", style: ClothStyle | None = None, facing: int = 1,
-         **cloth_kwargs: Any) -> Cape:
+         max_distance: bool = True, **cloth_kwargs: Any) -> Cape:
     """Spawn a cape pinned at ``attach_to``'s shoulders and return its ``Cape`` handle (``.face(±1)`` turns it).
 
     attach_to: an entity with a RigidBody2D (the bridge keeps its Transform; one is added now if missing) or a
@@ -148,7 +188,11 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
       quarter of his width behind his back, a fifth of his height below the top of his box;
     - length: 0.7 × his height (the hem clears his feet); width: 1.35 × the shoulder span (it flares);
     - resolution (nx, ny) = CAPE_RESOLUTION; material "silk" (with damping CAPE_DAMPING); style CAPE_STYLE;
-    - facing +1 (right) or −1 (left: the whole layout mirrored).
+    - facing +1 (right) or −1 (left: the whole layout mirrored);
+    - max_distance True: a ``MaxDistance`` on the cape (``Cape.limit``), its reference the cape hanging at rest on
+      the carrier: each particle at most REACH × its rest distance from the pinned row away from where it hangs,
+      and a backstop it may not pass at the plane of the hero's front face (capsules of BACKSTOP_RADIUS, normal
+      toward his back): the cape hangs and streams free behind him and never swings in front of him. False: none.
 
     The sheet hangs in the xy plane (facing the camera, drawn two-sided) GAP behind the carrier's collision
     extrusion in z, bowed BOW × width deeper, so it collides with the level (make the hero's extrusion thinner
@@ -162,11 +206,14 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
         raise ValueError(f"{where} facing = {_shared.brief(facing)}: expected +1 (right) or -1 (left)")
     look = _shared.style(where, style, CAPE_STYLE)
     pixels = app.resources.get(PixelSpace)
+    if not isinstance(max_distance, bool):
+        raise TypeError(f"{where} max_distance = {_shared.brief(max_distance)}: expected True or False")
     args = dict(attach_to=attach_to, shoulders=shoulders, length=length, width=width, resolution=resolution,
                 material=material, cloth_kwargs=dict(cloth_kwargs))
-    cloth, pin, offsets, extent, args["at"] = _build(app, pixels, facing, **args)
-    entity = app.spawn(cloth, pin, look)
-    handle = Cape(app, entity, cloth, pin, int(attach_to), offsets.copy(), facing)
+    cloth, pin, offsets, extent, args["at"], limit, reference = _build(app, pixels, facing, **args)
+    entity = app.spawn(cloth, pin, look, *([limit] if max_distance else []))
+    handle = Cape(app, entity, cloth, pin, int(attach_to), offsets.copy(), facing,
+                  limit if max_distance else None, reference)
     handle._args, handle._reach = args, extent
     _units.record(app, handle, pixels, where)
     return handle
@@ -175,10 +222,11 @@ def cape(app: App, attach_to: int, *, shoulders: Any = None, length: float | Non
 def _build(app: App, pixels: PixelSpace | None, facing: int, *, attach_to: Any, shoulders: Any,
            length: float | None, width: float | None, resolution: tuple[int, int] | None,
            material: str | ClothMaterial, cloth_kwargs: dict[str, Any], at: tuple | None = None
-           ) -> tuple[Cloth, Pin, np.ndarray, tuple, tuple]:
+           ) -> tuple[Cloth, Pin, np.ndarray, tuple, tuple, MaxDistance, np.ndarray]:
     """The cape's Cloth and Pin for ``cape``'s arguments read in ``pixels`` (None: metres) with the carrier
     ``at`` its pose then (None: now), the pinned row's offsets facing right [m] (k, 3), its extent for the units
-    check (``_units.Helper._extent``) and the carrier's pose it read (``_carrier``)."""
+    check (``_units.Helper._extent``), the carrier's pose it read (``_carrier``), its MaxDistance and that limit's
+    reference facing right [m] (ny, nx, 3)."""
     where = "loom.cape"
     carrier, box, half_depth, at = _carrier(app, attach_to, pixels, at)
     x0, x1, y0, y1 = box
@@ -215,8 +263,31 @@ def _build(app: App, pixels: PixelSpace | None, facing: int, *, attach_to: Any, 
     cx, cy = float(carrier.position[0]), float(carrier.position[1])
     extent = (f"its carrier (entity {int(attach_to)}) at ({cx:.4g}, {cy:.4g})", float(np.hypot(cx, cy)),
               "its length, width or the hero's box", float(max(length, width, w, h)))
-    return cloth, pin, offsets.copy(), extent, at
+    # max distance and backstop (MaxDistance): from where each particle hangs at rest on the carrier, at most REACH ×
+    # its rest distance from the pinned row (same column); the backstop's wall at the front face x1 (facing right:
+    # c = p + x̂·(R + d) puts it at x = p_x + d, so d = x1 − p_x; mirrored, the same d puts it at x0 = −x1 facing
+    # left), capsules along the carrier's up
+    hang = right.copy()
+    hang[..., 0] = right[-1][None, :, 0]                                             # straight down from the row
+    hang[..., 2] = right[-1][None, :, 2]
+    below = np.linalg.norm(right - right[-1][None, :, :], axis=2)                    # (ny, nx) [m]
+    front = float(x1)                                                                # never in front of his face
+    layout = np.concatenate([hang, REACH * below[..., None], front - hang[..., :1]], axis=2)   # (ny, nx, 5)
+    limit = MaxDistance(reference=np.zeros((nx * ny, 3)), attach_to=int(attach_to), normal=(-float(facing), 0.0, 0.0),
+                        backstop_radius=BACKSTOP_RADIUS, backstop_axis=(0.0, 1.0, 0.0),
+                        backstop_half_length=BACKSTOP_RADIUS)
+    _place_limit(limit, layout, facing)
+    return cloth, pin, offsets.copy(), extent, at, limit, layout
 
+
+def _place_limit(limit: MaxDistance, layout: np.ndarray, facing: int) -> np.ndarray:
+    """Give ``limit`` the cape's reference, distances and backstop offsets for ``facing`` from ``layout`` (ny, nx, 5)
+    (reference x, y, z [m], distance [m], offset [m] facing right: the particles of a left-facing sheet run in the
+    mirrored order, so each column's numbers go with it); return the reference (n, 3) for that facing."""
+    rows = layout if facing == 1 else layout[:, ::-1]
+    reference = rows[..., :3].reshape(-1, 3) * ((1.0, 1.0, 1.0) if facing == 1 else (-1.0, 1.0, 1.0))
+    limit.assign(reference=reference, distance=rows[..., 3].reshape(-1), backstop_offset=rows[..., 4].reshape(-1))
+    return reference
 
 def _facing(right: np.ndarray, direction: int) -> np.ndarray:
     """Pin offsets (k, 3) for ``direction``: the right-facing row, or its mirror in x with the order kept

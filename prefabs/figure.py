@@ -1,7 +1,8 @@
 """A drawn character: head, torso, arms and legs as Loom Props, animated as it runs and jumps (``loom.prefabs``).
 
-Simple shapes (a sphere, boxes, capsules) that the GL renderer draws with shadows; nothing here collides —
-the game's own collider (a pymunk box through RigidBody2D in the cape game) does that. Each step
+Simple shapes (a sphere, boxes, capsules) that the GL renderer draws with shadows. Props never collide:
+``figure_colliders(app, figure)`` gives the body's parts colliders of the same shapes that follow them
+(``loom.Follow``), so cloth collides with the animated body, with each part's velocity for friction. Each step
 ``pose_figure(app, figure, position, yaw, speed, airborne, dt)`` places every part from the character's position,
 the way it faces (a yaw about +y, 0 facing +x) and how fast it runs: legs and arms swing opposite each other with a
 stride of ``STRIDE`` metres, tuck up in the air, and rest at a slight sway when it stands.
@@ -11,13 +12,14 @@ the legs fill its lower half, the torso its upper half, the head sits above it.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
-from loom.components import Box, Capsule, Prop, Sphere, Transform
+from loom.components import Box, Capsule, Collider, ColliderStyle, Follow, Prop, Sphere, Transform
 from loom.engine import App
 from loom.engine.persist import persistent
 
@@ -75,6 +77,30 @@ def spawn_figure(app: App, position: tuple[float, float, float]) -> Figure:
     figure = Figure(parts)
     pose_figure(app, figure, np.asarray(position, float), 0.0, 0.0, False, 0.0)
     return figure
+
+
+COLLIDING_PARTS = ("torso", "head", "left_leg", "right_leg", "left_arm", "right_arm")
+"""The parts ``figure_colliders`` gives colliders by default: the body's volume (the belt, hair and eyes lie inside or
+on it)."""
+
+
+def figure_colliders(app: App, figure: Figure, parts: tuple[str, ...] = COLLIDING_PARTS, *, thickness: float = 0.0,
+                     friction: float = 0.5) -> dict[str, int]:
+    """Spawn a hidden collider of each part's own shape that follows the part (``Follow``: its Transform is the
+    part's every step before the colliders are packed, so its velocity is the part's); return part name → collider
+    entity. ``thickness`` [m] and ``friction`` [-] as ``Collider``'s. Raises KeyError naming an unknown part."""
+    out = {}
+    for name in parts:
+        if name not in figure.parts:
+            raise KeyError(f"figure_colliders parts: {name!r} is not a part of the figure (parts: "
+                           f"{', '.join(figure.parts)})")
+        entity = figure.parts[name]
+        part = app.get(entity, Transform)
+        shape = copy.deepcopy(PARTS[name][0])
+        out[name] = app.spawn(Collider(shape, thickness=thickness, friction=friction),
+                              Transform(position=part.position.copy(), rotation=part.rotation.copy()),
+                              Follow(target=entity), ColliderStyle(visible=False))
+    return out
 
 
 def yaw_matrix(yaw: float, out: np.ndarray | None = None) -> np.ndarray:

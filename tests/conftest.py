@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+os.environ.setdefault("LOOM_COLD_WORKER", "0")   # no App starts a compile worker: no stand-in changes a test's motion
 
 from loom.components import Cloth, Pin  # noqa: E402
 from loom.engine import App, mesh  # noqa: E402

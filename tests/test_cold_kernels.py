@@ -368,3 +368,69 @@ def test_a_set_up_stand_in_is_bound_at_import_and_costs_no_step_without_a_worker
     assert stand_in.chosen(cold_kernels.PYTHON_MAX_SIZE + 1) is walk
     assert stand_in(cold_kernels.PYTHON_MAX_SIZE + 1) == cold_kernels.PYTHON_MAX_SIZE + 2 and walk.signatures
     assert stand_in.chosen(5) is walk                                       # compiled here now: the kernel
+
+
+def test_a_serving_workers_stand_in_asks_for_its_kernel_once_with_the_calls_types(hot_module):
+    """With a worker that compiles what it is asked (``compile_ahead.serve``), a per-step call site's first call
+    asks for its kernel with that call's numba argument types, then the site calls the plain twin (no wrapper
+    per call); the kernel is asked for once."""
+    import numba
+    scale = hot_module.scale
+    asked = []
+    cold_kernels.called_from(hot_module.__name__, scale)
+    cold_kernels.while_compiling(lambda: True, lambda kernel, types: asked.append((kernel, types)))
+    try:
+        assert isinstance(hot_module.scale_call, cold_kernels._Requesting)
+        assert hot_module.hot(np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]
+        assert asked == [(scale, (numba.typeof(np.arange(3.0)),))] and not scale.signatures
+        assert hot_module.scale_call is cold_kernels.twin_of(scale)
+        hot_module.hot(np.arange(3.0))
+        assert len(asked) == 1
+    finally:
+        cold_kernels._requested.pop(scale, None)
+        cold_kernels.while_compiling(lambda: False)
+
+
+def test_rebind_loads_at_most_loads_per_boundary_kernels_at_a_step_boundary(hot_module, monkeypatch):
+    """Kernels the worker put in the cache are loaded at the boundaries, ``LOADS_PER_BOUNDARY`` at a time (a load
+    costs milliseconds: no frame pays for all of them); a kernel compiled here already is rebound without a load."""
+    import numba
+    kernels = []
+    for k in range(3):
+        exec(f"@numba.njit\ndef k{k}(x):\n    return x + {k}\nk{k}_call = k{k}\n", hot_module.__dict__)
+        kernels.append(hot_module.__dict__[f"k{k}"])
+        cold_kernels.python_twin(kernels[-1], per_step=True)
+    cold_kernels.called_from(hot_module.__name__, *kernels)
+    cold_kernels.while_compiling(lambda: True)
+    loaded = []
+    monkeypatch.setattr(cold_kernels, "cached", lambda kernel: True)           # the worker finished all three
+    monkeypatch.setattr(cold_kernels, "_load", lambda kernel: loaded.append(kernel) or True)
+    kernels[2](1.0)                                                            # this one is compiled here already
+    assert cold_kernels.LOADS_PER_BOUNDARY == 1
+    assert cold_kernels.rebind() == 2 and loaded == [kernels[0]]               # k0 loaded, k2 without a load
+    assert cold_kernels.rebind() == 1 and loaded == kernels[:2] and not cold_kernels._bound
+    assert all(hot_module.__dict__[f"k{k}_call"] is kernels[k] for k in range(3))
+    cold_kernels.while_compiling(lambda: False)
+
+
+def test_a_last_kernels_site_is_rebound_after_its_modules_other_sites(hot_module, monkeypatch):
+    """``hold``'s stand-in (``PyHeld``) makes what the module's other stand-ins read: its site waits until they are
+    all rebound, so a stand-in is never handed a compiled struct it cannot read."""
+    import numba
+    exec("@numba.njit\ndef make(x):\n    return x\nmake_call = make\n", hot_module.__dict__)
+    make, scale = hot_module.make, hot_module.scale
+    cold_kernels.python_twin(make, per_step=True, last=True)
+    cold_kernels.called_from(hot_module.__name__, make, scale)
+    not_ready = {make, scale}
+    monkeypatch.setattr(cold_kernels, "ready", lambda kernel: kernel not in not_ready)
+    cold_kernels.while_compiling(lambda: True)
+    make(1.0)                                                                  # compiled here: ready
+    not_ready.discard(make)
+    assert cold_kernels.rebind() == 0 and hot_module.make_call is not make      # scale's twin still bound
+    not_ready.discard(scale)
+    scale(1.0)
+    cold_kernels.rebind()
+    assert hot_module.scale_call is scale
+    cold_kernels.rebind()
+    assert hot_module.make_call is make and not cold_kernels._bound
+    cold_kernels.while_compiling(lambda: False)

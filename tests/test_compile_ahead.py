@@ -11,6 +11,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -219,7 +220,7 @@ def test_the_first_frames_progress_counts_what_either_process_has_ready(monkeypa
     from loom.launch import cold_kernels
     from loom.systems.xpbd import predict
 
-    entries = [Entry("loom.systems.xpbd.predict", "_predict", (), 0.2),
+    entries = [Entry("loom.systems.xpbd.predict", "_predict_batch", (), 0.2),
                Entry("loom.systems.xpbd.predict", "no_such_kernel", (), 0.2),
                Entry("loom.engine.geometry", "vertex_normals_into", (), 0.9)]      # a per-step twin: left out
     monkeypatch.setattr(compile_ahead, "_first_frame", entries)
@@ -227,7 +228,7 @@ def test_the_first_frames_progress_counts_what_either_process_has_ready(monkeypa
     monkeypatch.setattr(compile_ahead, "_running", lambda: False)
     assert compile_ahead.first_frame_ready() is None
     monkeypatch.setattr(compile_ahead, "_running", lambda: True)
-    monkeypatch.setattr(cold_kernels, "cached", lambda kernel: kernel is predict._predict)
+    monkeypatch.setattr(cold_kernels, "cached", lambda kernel: kernel is predict._predict_batch)
     assert compile_ahead.first_frame_ready() == 0.5
 
 
@@ -292,3 +293,64 @@ def test_a_later_list_entry_missing_from_the_cache_is_skipped_not_compiled_at_th
         path.unlink()
     assert launch()["ready"] == [0, 0, 0, 1, 1]                 # not compiled at the first step: at step 2, as needed
     assert launch()["ready"] == [1, 1, 1, 1, 1]                 # cached again, the next launch loads it first
+
+
+_SERVED = """import numba
+from loom.launch import cold_kernels
+
+
+@numba.njit(cache=True)
+def triple(x):
+    return 3.0 * x
+
+
+def hot(x):
+    return triple_call(x)
+
+
+triple_call = triple
+cold_kernels.python_twin(triple, per_step=True)
+cold_kernels.called_from(__name__, triple)
+"""
+
+
+def test_a_serving_worker_compiles_what_the_game_asks_for_and_the_game_loads_it(tmp_path, monkeypatch):
+    """An App's own worker on an empty cache (``serve``; here forced, the suite's cache being warm): the first call
+    of a per-step call site runs its twin and asks the worker for the kernel with that call's types; the worker
+    compiles it into numba's cache; the next step boundary loads it (a cache hit, never a compile here) and
+    rebinds the site. Without ``LOOM_COLD_WORKER`` (the suite's default) nothing is started."""
+    import importlib
+
+    import numpy as np
+
+    from loom.launch import cold_kernels
+    name = f"loom_test_served_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(_SERVED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(cold_kernels, "ENABLED", True)
+    monkeypatch.setattr(cold_kernels, "cold_per_step", lambda: True)
+    monkeypatch.setenv(compile_ahead.SERVE_ENV, "0")
+    assert compile_ahead.serve() is None                               # the tests' default: no worker
+    monkeypatch.setenv(compile_ahead.SERVE_ENV, "1")
+    module = importlib.import_module(name)
+    triple = module.triple
+    try:
+        worker = compile_ahead.serve()
+        assert worker is not None and compile_ahead._running()
+        assert isinstance(module.triple_call, cold_kernels._Requesting)
+        assert module.hot(np.ones(2)).tolist() == [3.0, 3.0] and not triple.signatures     # the twin ran
+        deadline = time.monotonic() + 120
+        while not cold_kernels.cached(triple) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cold_kernels.cached(triple), "the worker did not compile the requested kernel"
+        while module.triple_call is not triple and time.monotonic() < deadline:
+            cold_kernels.rebind()                                      # a step boundary
+            time.sleep(0.05)
+        assert module.triple_call is triple and triple.signatures
+        assert sum(triple.stats.cache_hits.values()) == 1 and not sum(triple.stats.cache_misses.values())
+    finally:
+        compile_ahead.stop()
+        cold_kernels.unbind()
+        cold_kernels.while_compiling(lambda: False)
+        cold_kernels._requested.pop(triple, None)

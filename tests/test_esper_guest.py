@@ -190,6 +190,8 @@ def test_no_public_call_changes_the_callers_current_world(game_world, new_app, t
     call("query", app.query, loom.Cloth)
     call("query", app.query, loom.Cloth, loom.Pin)
     call("entities", app.entities)
+    call("rest", app.rest, loom.Cloth, ())
+    call("resting", lambda: app.resting)
     ticks: list[int] = []
     call("add_system", app.add_system, lambda a, dt: ticks.append(len(a.query(loom.Cloth))), Stage.POST_STEP,
          name="count")

@@ -10,6 +10,7 @@ import numba
 import numpy as np
 import pytest
 
+from loom import components
 from loom.components import STRETCH, Box, Cloth, Collider, Pin, Plane, Sphere, Transform
 from loom.engine import App, mesh
 from loom.systems import DefaultPlugins
@@ -447,12 +448,14 @@ class RimChatters(AssertionError):
 
 
 @pytest.mark.xfail(strict=True, raises=RimChatters, reason=(
-    "issue 44 item 3: the rim still chatters; measured 0.17 m/s"))
+    "issue 44 item 3: the tablecloth still moves; measured 66 mm/s frame to frame in the fifteenth second (the "
+    "substep velocity cloth.v peaks at 0.23 m/s)"))
 def test_a_tablecloth_on_a_round_table_settles_without_chattering_at_the_rim():
     """The drape game's round table without its ball, a 24 × 24 tablecloth on yarns, no self-collision, settled for
-    14 s: over the next second no particle moves faster than 1 mm/s (issue 44 item 3: cloth at rest is still). What
-    still moves is where the cloth bends over the rim, its particles leaving and re-meeting the table every substep
-    (docs/models.md, "Creep on a table"). No step may be refused."""
+    14 s: over the next second no particle moves faster than 1 mm/s frame to frame, |x(t) − x(t − dt)|/dt over every
+    particle (issue 44 item 3: cloth at rest is still). What still moves is where the cloth bends over the rim, its
+    particles leaving and re-meeting the table every substep (docs/models.md, "Creep on a table"), and the skirt.
+    No step may be refused."""
     from loom.games import drape
     app = App(dt=1.0 / 60.0, substeps=8, threads=1).add_plugin(DefaultPlugins)
     cloth = drape.build_scene(app, n=24, yarns=True)
@@ -460,15 +463,20 @@ def test_a_tablecloth_on_a_round_table_settles_without_chattering_at_the_rim():
     for entity, collider in list(app.query(Collider)):
         if isinstance(collider.shape, Sphere):
             app.despawn(entity)
+    sleep = getattr(components, "Sleep", None)           # the physics at rest, not a sleep (where there is one)
+    if sleep is not None:
+        for entity, _ in list(app.query(Cloth)):
+            app.add_component(entity, sleep(enabled=False))
     app.step(14 * 60)
     peak = 0.0
     for _ in range(60):
+        before = cloth.x.copy()
         app.step(1)
-        peak = max(peak, float(np.linalg.norm(cloth.v, axis=1).max()))
+        peak = max(peak, float(np.linalg.norm(cloth.x - before, axis=1).max()) / app.clock.dt)
     app.close()
     assert cloth.rejected_steps == 0
     if peak > 1e-3:
-        raise RimChatters(f"fastest particle {peak:.3g} m/s after 14 s at rest (bound 1 mm/s)")
+        raise RimChatters(f"fastest particle {peak * 1000:.3g} mm/s frame to frame after 14 s at rest (bound 1 mm/s)")
 
 
 def test_the_drape_games_tablecloth_on_yarns_stays_on_the_table():

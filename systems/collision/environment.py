@@ -31,6 +31,10 @@ nlerp) to the substep's start and end, and for every free particle, in the colli
    in the substeps it was held became velocity: the cape flew up 6–8 m/s when the hero landed on it).
 The correction's momentum m·Δx/h is accumulated per collider (``ColliderSet.impulse``) so a rigid
 body bridge can push back (two-way coupling).
+
+``keep_out`` runs last in the substep, after the yarns' settle and the deformation limit: what those passes moved back
+inside a collider is pushed out again, the limit rerun with the pushed particles sliding along their surfaces, so no
+step ends inside a contact reach (issue 44 item 7; docs/physics.md, "Contacts hold").
 """
 from __future__ import annotations
 
@@ -42,12 +46,13 @@ import numba
 import numpy as np
 from numba import prange
 
-from loom.components import Cloth, Collider, ColliderSet, Transform
+from loom.components import Cloth, Collider, ColliderSet, Tearable, Transform
 from loom.components.cloth import HELD, STUCK
 from loom.components.collider import BOX, FLAT, PLANE, ROUND, Packing, quaternion_of
 from loom.engine import App
 from loom.launch import cold_kernels
 from loom.engine.persist import persistent
+from loom.systems.shared.distance_limits import DeformationLimit, DeformationLimits
 from loom.systems.shared.held import HeldByArrays, hold
 from loom.systems.shared.plan import Plan, nothing
 from loom.systems.shared.shapes import Shapes, basic_only_sdf, basic_sdf, is_basic, pose, sdf
@@ -72,6 +77,20 @@ least this with the face's normal: it leaves by that face or along it (not into 
 PINCH_NEAREST = -0.5
 """A pinched particle slides out by the body's nearest face when that face's direction has a cosine of at
 least this with the way out (the shortest way that does not head back under the body)."""
+KEEP_OUT_ROUNDS = 1
+"""Rounds of (deformation limit, push-out) ``keep_out`` runs after its first push-out in a substep, while a push-out
+finds a particle inside; it always ends with a push-out (contacts first). One: a slide along a flat face stays out
+of it, one along a curved surface or across a box's edge dips back in only to second order. Where the surfaces'
+normals hold a link's ends (``MIN_MOBILITY``) the limit cannot shorten it, so a further round's push lengthens it
+again (docs/physics.md, "Contacts hold")."""
+KEEP_OUT_SLACK = 0.005
+"""Depth inside the contact reach, as a share of the cloth's thickness [-], that the push-outs after the limit's second
+run in ``keep_out`` leave alone (the first push-out leaves none): half of the 1 % of the thickness the margin may
+lose (tests/test_contacts_rest.py). A slide along a curved surface dips back in only by micrometres; pushing it out
+again would lengthen its links past the limit (docs/physics.md, "Contacts hold")."""
+KEEP_OUT_LIMIT_PASSES = 100
+"""Most work of the deformation limit's second run in ``keep_out`` [passes' worth of link checks]: as the XPBD
+limit's own (``constraints.STRAIN_LIMIT_MAX_PASSES``); it stops as soon as no link is over."""
 RESTING = 0.1
 """A particle touching a collider that moves at most this fraction of the contact reach in the substep is resting
 on it (``Cloth.contact`` column 3): the next substep's XPBD solve keeps it on that surface too. A faster surface (a
@@ -214,6 +233,76 @@ def collide_environment(app: App, h: float) -> Plan:
     return plan
 
 
+def keep_out(app: App, h: float) -> Plan:
+    """The substep's last position pass (after ``ClothSet.SETTLE``: the yarns settled, the deformation limit applied),
+    so that no step ends with a particle inside a collider and the limit still holds:
+
+    1. every free particle of a substepped cloth still inside a collider's contact reach is set back along the
+       outward normal n by its depth (Fuhrmann 2003 eq. 18, r_n = n·(t − d)), at the colliders' end-of-substep
+       poses, the momentum m·Δx/h to the collider (two-way coupling, as in the contact pass);
+    2. if it pushed any and the cloth has a deformation limit (``DeformationLimits``), the limit runs again with
+       those particles' normals as contacts: it slides them along their surfaces instead of pulling them back in
+       (``distance_limits.limit_lengths``), so the push does not leave links over their bound;
+    3. the push of 1 once more, for a particle deeper than ``KEEP_OUT_SLACK`` × thickness inside the reach: what a
+       slide across a box's edge (or, to second order, along a curved surface) took back in; 2 and 3 again while 3
+       finds such a particle, at most ``KEEP_OUT_ROUNDS``.
+    Why: the passes after the contacts (``settle_yarns``, the deformation limit, self-collision) may move a particle
+    back inside (a two-way body has no contact normal there: the solve and the limit may press cloth into it), and
+    the step would end there. The contact pass's friction, pinches and sweeps are not repeated (a particle squeezed
+    out of a pinch, ``HELD``, is left where it was put). Returns the plan for the step's other substeps."""
+    packed = app.resources.get(ColliderSet)
+    if packed is None or packed.count == 0:
+        return nothing
+    scratch = app.init_resource(ContactScratch)
+    scratch.fit(packed.count)
+    limits = app.resources.get(DeformationLimits)
+    tearing = {id(cloth) for _, cloth, tear in app.query(Cloth, Tearable) if tear.active}
+    rows = []
+    slides = {}                                       # this step's cloths only: a despawned cloth's array goes
+    for _, cloth in app.query(Cloth):
+        if not cloth.substepped:
+            continue
+        limit = _limit_of(cloth, limits, tearing)
+        slide = scratch.slides.get(id(cloth))
+        if slide is None or slide.shape != cloth.contact.shape:
+            slide = np.zeros_like(cloth.contact)
+        slides[id(cloth)] = slide
+        rows.append((cloth.material.thickness, cloth.mass, cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact, slide,
+                     limit))
+    scratch.slides = slides
+    colliders, frames = scratch.colliders, scratch.frames
+    kernel = _KEEP_OUT[0 if scratch.basic_only else 1]
+
+    def plan(app: App, h: float) -> None:
+        for thickness, mass, inv_mass, x_prev, x, contact, slide, limit in rows:
+            np.copyto(slide, contact)
+            pushes = kernel(colliders, frames, 1.0 / h, thickness, mass, inv_mass, x_prev, x, contact, slide, 0.0)
+            rounds = 0
+            while pushes and limit is not None and rounds < KEEP_OUT_ROUNDS:
+                limit.apply(KEEP_OUT_LIMIT_PASSES, inv_mass, x, slide)
+                if not limit.limited:                # no link was over: it moved nothing, nothing to push again
+                    break
+                pushes = kernel(colliders, frames, 1.0 / h, thickness, mass, inv_mass, x_prev, x, contact, slide,
+                                KEEP_OUT_SLACK * thickness)
+                rounds += 1
+    plan(app, h)
+    return plan
+
+
+def _limit_of(cloth: Cloth, limits: DeformationLimits | None, tearing: set[int]) -> DeformationLimit | None:
+    """The deformation limit the cloth's model applied this substep (``DeformationLimits``, up to date for its links),
+    or None: a cloth with no ``strain_limit`` and no ``stretch_limit`` (or only a stretch limit, while it can tear:
+    such a cloth keeps only Provot's strain limit) has none."""
+    m = cloth.material
+    if limits is None or m.strain_limit is None and (m.stretch_limit is None or id(cloth) in tearing):
+        return None
+    entry = limits.by_cloth.get(id(cloth))
+    if entry is None or entry[0]() is not cloth or entry[1] is not cloth.link_i or entry[2] is not cloth.link_j \
+            or entry[4] != cloth.particle_count:
+        return None
+    return entry[-1]
+
+
 def _may_skip(kernel: Any) -> bool:
     """Whether a substep in which no collider is near a cloth may leave its contact ``kernel`` uncalled: once the
     kernel is loaded in this process, or while it is not yet compiled (a first launch: the compile-ahead worker
@@ -333,6 +422,8 @@ class ContactScratch:
         """Whether this step's colliders are all basic shapes (no prism, no mesh): the contact kernels compiled
         without prism and mesh code then run (``_COLLIDE_BASIC``)."""
         self.count = -1
+        self.slides: dict[int, np.ndarray] = {}
+        """Per cloth (by id), ``keep_out``'s contacts for the limit's second run, (n, 5): scratch."""
         self.packed_shapes: list = []
         """Per ColliderSet row, (shape, revision, its ``pack`` row, its ``extents``) as ``gather_colliders`` last packed
         it there (None: packed each step): a shape still there, unchanged, is not packed again."""
@@ -925,6 +1016,61 @@ def _touches(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_p
     return _near_colliders(cloth, col.shapes.kind, col.margin, f).shape[0]
 
 
+def _keep_out(colliders, frames, inv_h, thickness, mass, inv_mass, x_prev, x, contact, slide, slack):
+    """``keep_out``'s kernel for one cloth: each free particle (inverse mass > 0, not ``HELD``) within a near
+    collider's contact reach (cloth thickness + collider thickness [m]) at the substep's end pose (``Frames``, as
+    ``_touches`` prepared them this substep) is moved out along the outward normal by its depth, colliders in turn;
+    the momentum m·Δx·(1/h) [N·s] is added to the collider's impulse and impulse_point. inv_h [1/s]; mass,
+    inv_mass (n,); x_prev, x (n, 3) [m] (x written); contact (n, 5). Writes each pushed particle's outward normal
+    into slide (n, 5) columns 0–2 (the contacts the limit then slides along). Only a particle deeper than ``slack``
+    [m] inside the reach is pushed (to the reach). Returns how many pushes it made."""
+    col, f = colliders.value, frames.value
+    cloth = Particles(x_prev, x, mass, inv_mass, thickness, 0.0, contact)
+    near = _near_colliders(cloth, col.shapes.kind, col.margin, f)
+    out = f.distances[0]
+    kind, params, margin = col.shapes.kind, col.shapes.params, col.margin
+    bound, pos1, rot1 = f.bound, f.pos1, f.rot1
+    pushes = 0
+    for p in range(x.shape[0]):
+        if inv_mass[p] == 0.0 or contact[p, 3] == HELD:
+            continue
+        for c_at in range(near.shape[0]):
+            c = near[c_at]
+            reach = thickness + margin[c]
+            if _bound_at(kind, params, bound, pos1, rot1, c, x[p, 0], x[p, 1], x[p, 2], reach) >= reach - slack:
+                continue                                     # the cheap test first (scalars: ``_bound_sdf``)
+            ex, ey, ez = x[p, 0] - pos1[c, 0], x[p, 1] - pos1[c, 1], x[p, 2] - pos1[c, 2]
+            lx = rot1[c, 0, 0] * ex + rot1[c, 1, 0] * ey + rot1[c, 2, 0] * ez     # local frame (end pose)
+            ly = rot1[c, 0, 1] * ex + rot1[c, 1, 1] * ey + rot1[c, 2, 1] * ez
+            lz = rot1[c, 0, 2] * ex + rot1[c, 1, 2] * ey + rot1[c, 2, 2] * ez
+            k = kind[c]
+            if is_basic(k):                                  # scalars (``_bound_sdf``'s note on reference counts)
+                d, ax, ay, az = basic_sdf(k, params[c, 0], params[c, 1], params[c, 2], lx, ly, lz)
+            else:
+                sdf(col.shapes, c, lx, ly, lz, out)
+                d, ax, ay, az = out[0], out[1], out[2], out[3]
+            if d >= reach - slack:
+                continue
+            nx = rot1[c, 0, 0] * ax + rot1[c, 0, 1] * ay + rot1[c, 0, 2] * az     # the normal in world axes
+            ny = rot1[c, 1, 0] * ax + rot1[c, 1, 1] * ay + rot1[c, 1, 2] * az
+            nz = rot1[c, 2, 0] * ax + rot1[c, 2, 1] * ay + rot1[c, 2, 2] * az
+            depth = reach - d
+            x[p, 0] += nx * depth
+            x[p, 1] += ny * depth
+            x[p, 2] += nz * depth
+            slide[p, 0], slide[p, 1], slide[p, 2] = nx, ny, nz
+            j = mass[p] * depth * inv_h                      # |momentum| the collider receives [N·s], along −n
+            col.impulse[c, 0] -= j * nx
+            col.impulse[c, 1] -= j * ny
+            col.impulse[c, 2] -= j * nz
+            col.impulse_point[c, 0] += j * x[p, 0]
+            col.impulse_point[c, 1] += j * x[p, 1]
+            col.impulse_point[c, 2] += j * x[p, 2]
+            col.impulse_point[c, 3] += j
+            pushes += 1
+    return pushes
+
+
 def _compiled(py_func, name: str, namespace: dict | None = None, **options) -> numba.core.registry.CPUDispatcher:
     """``py_func`` compiled by numba (cached) under the name ``name``, reading its globals from ``namespace``
     (default: its module's): numba's on-disk cache files a kernel by its qualified name, not by its options or
@@ -950,7 +1096,8 @@ def _basic_variant() -> tuple[numba.core.registry.CPUDispatcher, numba.core.regi
     from the same source, in a copy of this module's namespace where each of ``_SDF_CALLERS`` is its own
     variant (named ``<name>_basic``, so numba caches it apart). A scene with no prism or mesh collider runs these
     and never compiles the prism and mesh code (``collide_environment`` picks them: ``ContactScratch.basic_only``)."""
-    namespace = dict(globals())
+    namespace = _BASIC_NAMESPACE
+    namespace.update(globals())
     namespace["sdf"] = basic_only_sdf
     for name in _SDF_CALLERS:
         namespace[name] = _compiled(globals()[name].py_func, f"{name}_basic", namespace=namespace)
@@ -958,5 +1105,10 @@ def _basic_variant() -> tuple[numba.core.registry.CPUDispatcher, numba.core.regi
             _compiled(_collide, "_collide_parallel_basic", namespace=namespace, parallel=True))
 
 
+_BASIC_NAMESPACE: dict = {}
+"""The module's namespace with the basic-shapes variants of ``_SDF_CALLERS`` (``_basic_variant``)."""
 _COLLIDE_BASIC = _basic_variant()
 """The contact kernels for collider sets of basic shapes only: (serial, parallel)."""
+
+_KEEP_OUT = (_compiled(_keep_out, "_keep_out_basic", namespace=_BASIC_NAMESPACE), _compiled(_keep_out, "_keep_out"))
+"""``keep_out``'s kernels: (basic shapes only, any collider set)."""

@@ -1,6 +1,6 @@
 """Rendering: where cloth is drawn — ``gl`` (moderngl), ``soft`` (onto a pygame Surface), ``surface``
 (normals, subdivision, strain colours both draw from), ``buffers`` (float32 vertex arrays for a game's own
-shader), ``window`` (the interactive loop).
+shader), ``window`` (the interactive loop), ``between`` (drawing between the last two steps).
 
 Rendering is opt-in, so the names below load on first use (PEP 562): ``from loom.systems.render import
 SoftRenderer`` imports pygame but not moderngl, and a headless simulation imports neither.
@@ -14,11 +14,11 @@ _EXPORTS: dict[str, str] = {
     "GLRenderPlugin": "gl", "GLRenderer": "gl", "release_renderer": "gl", "save_screenshot": "gl",
     "SoftRenderer": "soft", "SoftRenderPlugin": "soft",
     "ClothSurface": "surface", "VertexBuffers": "buffers", "vertex_buffers": "buffers",
-    "WindowPlugin": "window", "run_window": "window",
+    "WindowPlugin": "window", "run_window": "window", "StepBlend": "between",
 }
 
-__all__ = ["ClothSurface", "GLRenderPlugin", "GLRenderer", "SoftRenderPlugin", "SoftRenderer", "VertexBuffers",
-           "WindowPlugin", "release_renderer", "run_window", "save_screenshot", "vertex_buffers"]
+__all__ = ["ClothSurface", "GLRenderPlugin", "GLRenderer", "SoftRenderPlugin", "SoftRenderer", "StepBlend",
+           "VertexBuffers", "WindowPlugin", "release_renderer", "run_window", "save_screenshot", "vertex_buffers"]
 
 
 def __getattr__(name: str) -> _Any:

@@ -5,8 +5,10 @@ A 3D game that draws the cloth itself (its own moderngl, pyglet or arcade progra
 (a numba kernel converts the float64 simulation to float32 and computes the normals; nothing is allocated),
 so a game uploads the same arrays every frame. ``revision`` changes when the triangle list changes (tearing
 splits the mesh, the entity's Cloth is replaced): only then does the game re-upload ``triangles`` and resize
-its vertex buffer. Topology changes are detected the way the built-in renderers detect them
-(``ClothSurface.matches``). docs/recipe-own-shader.md draws a cloth this way with moderngl.
+its vertex buffer. When the App draws between steps (``between.StepBlend`` enabled: a renderer plugin in the window
+loop), ``refresh`` writes the blended positions, as the built-in renderers draw. Topology changes are detected the
+way the built-in renderers detect them (``ClothSurface.matches``). docs/recipe-own-shader.md draws a cloth this way
+with moderngl.
 
 Units: positions in metres in Loom's world frame, y up (a 2D game's ``PixelSpace`` is not applied); normals
 unit length, towards the front (triangles counter-clockwise seen from the front); uv the rest material
@@ -22,6 +24,7 @@ import numpy as np
 from loom.components import Cloth
 from loom.engine import App
 from loom.launch.cold_kernels import called_from, python_twin
+from loom.systems.render.between import StepBlend
 from loom.systems.render.surface import MAX_LEVELS, ClothSurface
 
 INTERLEAVED_FORMAT = "3f 3f 2f"
@@ -94,7 +97,8 @@ class VertexBuffers:
         changed = surface is None or cloth is not self._cloth or not surface.matches(cloth, self.levels)
         if changed:
             surface = self._rebuild(cloth)
-        surface.update(cloth)
+        blend = self.app.resources.get(StepBlend)                 # between two steps, when the App draws so
+        surface.update(cloth, x=cloth.x if blend is None else blend.positions(self.app, self.entity, cloth))
         _fill_vertices_call(surface.x, surface.normal, self.position, self.normal, self._packed)
         return changed
 

@@ -41,7 +41,8 @@ from loom.engine import App, Stage
 from loom.engine.frame_stats import FrameStats
 from loom.launch.cold_kernels import called_from, python_twin
 from loom.engine.window import FrameCapture, LoadingView, Window, WindowSettings, create_gl_context, save_png
-from loom.systems.render.solids import model_matrix, visible_solids
+from loom.systems.render.between import StepBlend, add_step_blend
+from loom.systems.render.solids import placed, visible_solids
 from loom.systems.render.surface import ClothSurface
 
 CLOTH_FLOATS = 9
@@ -579,18 +580,20 @@ class GLRenderer:
         """Bring every visible cloth's vertex buffer up to date (subdivided surface, normals, strain) and return
         (GL objects, style) of each to draw; free the buffers of despawned cloths."""
         seen, out = set(), []
+        blend = app.resources.get(StepBlend)
         for entity, cloth in app.query(Cloth):
             style = app.try_get(entity, ClothStyle) or self.default_style
             seen.add(entity)
             if not style.visible or cloth.triangles.shape[0] == 0 and settings.view != "particles":
                 continue
             gpu = self._cloth_gpu(entity, cloth, style)
+            x = cloth.x if blend is None else blend.positions(app, entity, cloth)     # between two steps
             if settings.view == "particles":
-                _pack_points(cloth.x, cloth.inv_mass, gpu.points)
+                _pack_points(x, cloth.inv_mass, gpu.points)
                 gpu.points_vbo.write(gpu.points)
             else:
                 start = time.perf_counter()
-                gpu.surface.update(cloth, strain=settings.view == "strain")
+                gpu.surface.update(cloth, strain=settings.view == "strain", x=x)
                 packed = time.perf_counter()
                 surface = gpu.surface
                 _pack_vertices_call(surface.x, surface.normal, surface.uv, surface.strain, gpu.packed)
@@ -689,7 +692,8 @@ class GLRenderer:
         """(mesh, model matrix, colour, tile side [m]) of every solid to draw (``solids.visible_solids``); free the
         meshes of gone ones."""
         solids = visible_solids(app, settings)
-        items = [(self._solid_gpu(solid.key, solid.shape), _gl_matrix(model_matrix(solid.transform)), solid.color,
+        blend = app.resources.get(StepBlend)
+        items = [(self._solid_gpu(solid.key, solid.shape), _gl_matrix(placed(app, blend, solid)), solid.color,
                   solid.tiles) for solid in solids]
         seen = {solid.key for solid in solids}
         for key in [k for k in self._solids if k not in seen]:
@@ -882,6 +886,7 @@ class GLRenderPlugin:
         app.insert_resource(LoadingView(draw=lambda a, lines, fraction=None:
                                          a.resource(GLRenderer).draw_message(a, lines, fraction)))
         app.add_system(draw_scene, Stage.RENDER)
+        add_step_blend(app)                              # drawing between steps (on in the window loop)
         app.on("window_closing", lambda **_: release_renderer(app))
 
 

@@ -40,7 +40,8 @@ from loom.components.render import ClothStyle, RenderSettings
 from loom.engine import App, Stage
 from loom.engine.window import FrameCapture, save_png
 from loom.systems.render import soft_kernels as _k
-from loom.systems.render.solids import model_matrix, visible_solids
+from loom.systems.render.between import StepBlend, add_step_blend
+from loom.systems.render.solids import placed, visible_solids
 from loom.systems.render.surface import ClothSurface
 from loom.systems.shared.held import hold
 
@@ -126,15 +127,17 @@ class SoftRenderer:
         mvp = camera.projection(w / h) @ camera.view()
         _k.clear(self._bbox, self.color, self.depth)
         surfaces = {}
-        for cloth, cloth_style in self._gather(app_or_clothes, style):
+        blend = app_or_clothes.resources.get(StepBlend) if isinstance(app_or_clothes, App) else None
+        for entity, cloth, cloth_style in self._gather(app_or_clothes, style):
             if not cloth_style.visible:
                 continue
+            x = cloth.x if blend is None or entity is None else blend.positions(app_or_clothes, entity, cloth)
             if settings.view == "particles":
-                self._draw_particles(cloth, cloth_style, settings, mvp)
+                self._draw_particles(cloth, cloth_style, settings, mvp, x)
                 if id(cloth) in self._surfaces:                        # keep it for the next shaded frame
                     surfaces[id(cloth)] = self._surfaces[id(cloth)]
             elif cloth.triangles.shape[0]:                             # ropes show in the particles view only
-                surfaces[id(cloth)] = self._draw_surface(cloth, cloth_style, settings, mvp)
+                surfaces[id(cloth)] = self._draw_surface(cloth, cloth_style, settings, mvp, x)
         self._surfaces = surfaces                                      # forget cloths no longer drawn
         if solids:
             if not isinstance(app_or_clothes, App):
@@ -149,13 +152,13 @@ class SoftRenderer:
         return rect
 
     # --- per frame ---------------------------------------------------------------------------------
-    def _gather(self, source: Any, style: ClothStyle | None) -> list[tuple[Cloth, ClothStyle]]:
-        """[(cloth, style)] to draw, each style by the rule: the ``style`` passed, else the ClothStyle on the
-        cloth's entity (found in the App given, or for bare Cloths in the esper world that holds them), else
-        ``ClothStyle()``."""
+    def _gather(self, source: Any, style: ClothStyle | None) -> list[tuple[int | None, Cloth, ClothStyle]]:
+        """[(entity, cloth, style)] to draw (entity None for bare Cloths), each style by the rule: the ``style``
+        passed, else the ClothStyle on the cloth's entity (found in the App given, or for bare Cloths in the esper
+        world that holds them), else ``ClothStyle()``."""
         default = self._default_style
         if isinstance(source, App):
-            return [(cloth, style or source.try_get(entity, ClothStyle) or default)
+            return [(entity, cloth, style or source.try_get(entity, ClothStyle) or default)
                     for entity, cloth in source.query(Cloth)]
         if isinstance(source, Cloth):
             clothes = [source]
@@ -167,12 +170,14 @@ class SoftRenderer:
         else:
             raise TypeError(f"SoftRenderer.draw app_or_clothes = {source!r}: expected an App, a Cloth or Cloths")
         if style is not None:
-            return [(cloth, style) for cloth in clothes]
-        return [(cloth, found or default) for cloth, found in zip(clothes, entity_styles(clothes))]
+            return [(None, cloth, style) for cloth in clothes]
+        return [(None, cloth, found or default) for cloth, found in zip(clothes, entity_styles(clothes))]
 
-    def _draw_surface(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray) -> tuple:
-        """Refresh the cloth's ClothSurface (kept while its topology and subdivision last), project and
-        rasterize it; return its cache entry (cloth, surface, uv_lo, uv_span)."""
+    def _draw_surface(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray,
+                      x: np.ndarray) -> tuple:
+        """Refresh the cloth's ClothSurface (kept while its topology and subdivision last) from positions ``x``
+        (n, 3) [m] (``cloth.x``, or between two steps), project and rasterize it; return its cache entry (cloth,
+        surface, uv_lo, uv_span)."""
         entry = self._surfaces.get(id(cloth))
         if entry is None or entry[0] is not cloth or not entry[1].matches(cloth, style.subdivision):
             fine = ClothSurface(cloth, style.subdivision)
@@ -180,7 +185,7 @@ class SoftRenderer:
             entry = (cloth, fine, uv_lo, np.maximum(fine.uv.max(axis=0) - uv_lo, 1e-9))
         _, fine, uv_lo, uv_span = entry
         view = settings.view
-        fine.update(cloth, strain=view == "strain")
+        fine.update(cloth, strain=view == "strain", x=x)
         screen, valid = self._scratch_for(fine.vertex_count)
         _k.project_points(fine.x, mvp, self.size[0], self.size[1], screen, valid)
         texture = style.texture
@@ -195,10 +200,12 @@ class SoftRenderer:
                      self._target)
         return entry
 
-    def _draw_particles(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray) -> None:
-        """Splat the cloth's particles as squares of ``settings.point_size`` px, pinned ones in PINNED_COLOR."""
+    def _draw_particles(self, cloth: Cloth, style: ClothStyle, settings: RenderSettings, mvp: np.ndarray,
+                        x: np.ndarray) -> None:
+        """Splat the cloth's particles (at ``x`` (n, 3) [m]) as squares of ``settings.point_size`` px, pinned ones
+        in PINNED_COLOR."""
         screen, valid = self._scratch_for(cloth.particle_count)
-        _k.project_points(cloth.x, mvp, self.size[0], self.size[1], screen, valid)
+        _k.project_points(x, mvp, self.size[0], self.size[1], screen, valid)
         _k.splat_points(screen, valid, cloth.inv_mass, settings.point_size, style.front_color, PINNED_COLOR,
                         self._target)
 
@@ -213,7 +220,7 @@ class SoftRenderer:
                 entry = (solid.shape, look, _SolidMesh(solid.shape.tessellate()))
             kept[solid.key] = entry
             mesh = entry[2]
-            mesh.place(model_matrix(solid.transform))
+            mesh.place(placed(app, app.resources.get(StepBlend), solid))
             x, normal, uv = clip_triangles(mesh.x, mesh.normal, mesh.uv, mvp)
             screen, valid = self._scratch_for(x.shape[0])
             _k.project_points(x, mvp, self.size[0], self.size[1], screen, valid)
@@ -391,6 +398,7 @@ class SoftRenderPlugin:
     def build(self, app: App) -> None:
         app.insert_resource(RenderSettings(), replace=False)
         app.add_system(self.draw_cloth, Stage.RENDER, name="draw_cloth_soft")
+        add_step_blend(app)                              # drawing between steps (on in the window loop)
         app.insert_resource(FrameCapture(save=self.save_frame, grab=self.grab_frame), replace=False)   # --screenshot, headless
 
     def grab_frame(self, app: App) -> np.ndarray:

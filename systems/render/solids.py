@@ -60,3 +60,11 @@ def model_matrix(transform: Transform | None) -> np.ndarray:
         model[:3, :3] = transform.rotation
         model[:3, 3] = transform.position
     return model
+
+
+def placed(app: App, blend: Any, solid: Solid) -> np.ndarray:
+    """The 4×4 local → world matrix a solid is drawn with this frame: its Transform's (``model_matrix``), or with
+    ``blend`` (the App's ``between.StepBlend``, or None) enabled, its placement between the last two steps."""
+    if blend is None or not blend.enabled:
+        return model_matrix(solid.transform)
+    return blend.placement(app, solid.key[1], solid.transform, np.empty((4, 4)))

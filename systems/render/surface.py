@@ -177,15 +177,17 @@ class ClothSurface:
         """True if this surface still fits ``cloth`` at ``levels`` (same particles, same triangle array)."""
         return cloth.triangles is self._triangles_source and self._key == _topology_key(cloth, int(levels))
 
-    def update(self, cloth: Any, *, strain: bool = False) -> None:
-        """Refresh x, normal (and strain when asked) from the cloth's current positions, in place."""
+    def update(self, cloth: Any, *, strain: bool = False, x: np.ndarray | None = None) -> None:
+        """Refresh x, normal (and strain when asked) from the cloth's current positions, in place; ``x`` (n, 3)
+        [m], when given, is drawn instead of ``cloth.x`` (the positions between two steps: ``between.StepBlend``)."""
+        source = cloth.x if x is None else x
         if self.stencil is not None:
-            _apply_csr_call(self.stencil.indptr, self.stencil.indices, self.stencil.weights, cloth.x, self.x)
+            _apply_csr_call(self.stencil.indptr, self.stencil.indices, self.stencil.weights, source, self.x)
         else:
-            self.x[:] = cloth.x
+            self.x[:] = source
         vertex_normals_into_call(self.triangles, self.x, self.normal)
         if strain:
-            _vertex_strain(cloth.link_i, cloth.link_j, cloth.link_rest, self._link_use, cloth.x, self.particle_strain)
+            _vertex_strain(cloth.link_i, cloth.link_j, cloth.link_rest, self._link_use, source, self.particle_strain)
             if self.stencil is not None:
                 _apply_csr_call(self.stencil.indptr, self.stencil.indices, self.stencil.weights,
                                 self.particle_strain.reshape(-1, 1), self.strain.reshape(-1, 1))

@@ -36,6 +36,7 @@ from loom.components.render import InputState, RenderSettings
 from loom.engine import App, Stage
 from loom.launch import WindowRunner, show_compile_progress
 from loom.launch.runner import frame_capture, open_recorder, run_headless
+from loom.systems.render.between import StepBlend
 from loom.engine.window import (FrameCapture, LoadingView, Window, WindowSettings, close_window, display_available,
                                 open_window)
 
@@ -52,16 +53,21 @@ __all__ = ["InputState", "WindowPlugin", "orbit_camera", "run_window", "view_key
 class WindowPlugin:
     """The interactive window: WindowRunner for the command line, InputState, camera orbit and view keys.
 
-    title names the window; fps caps the frame rate [1/s] (the simulation keeps real time either way)."""
+    title names the window; fps caps the frame rate [1/s] (the simulation keeps real time either way); interpolate
+    (default True) draws between the last two steps in the window (``between.StepBlend``: a 60 Hz simulation moves
+    smoothly on a faster display); False draws each step's state as it is."""
 
-    def __init__(self, title: str | None = None, fps: float = 60.0) -> None:
+    def __init__(self, title: str | None = None, fps: float = 60.0, interpolate: bool = True) -> None:
+        if not isinstance(interpolate, bool):
+            raise TypeError(f"WindowPlugin interpolate = {interpolate!r}: expected True or False")
         self.title = title
         self.fps = float(fps)
+        self.interpolate = interpolate
 
     def build(self, app: App) -> None:
         app.insert_resource(InputState(), replace=False)
-        app.insert_resource(WindowRunner(open=lambda a, args, build=None: run_window(a, args, title=self.title,
-                                                                                  fps=self.fps, build=build)))
+        app.insert_resource(WindowRunner(open=lambda a, args, build=None: run_window(
+            a, args, title=self.title, fps=self.fps, build=build, interpolate=self.interpolate)))
         app.add_system(orbit_camera, Stage.INPUT)
         app.add_system(view_keys, Stage.INPUT)
 
@@ -106,8 +112,11 @@ def view_keys(app: App, dt: float) -> None:
 
 # --- the loop -------------------------------------------------------------------------------------------------
 def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, fps: float = 60.0,
-               build: Callable[[App], Any] | None = None) -> dict[str, Any]:
+               build: Callable[[App], Any] | None = None, interpolate: bool = True) -> dict[str, Any]:
     """Run the interactive loop until Esc, the close button or ``--frames``; return the App's report.
+
+    ``interpolate`` turns on the renderer's drawing between steps (``between.StepBlend``) while the window is open,
+    and restores the setting the App had when it closes (a headless run draws exact step states).
 
     ``build(app)``, when given, is called once the window is open, while a loading view is drawn in it; on a
     first launch the view says how many kernels numba has compiled so far and which one now (until the first
@@ -130,6 +139,10 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
               "(add loom.systems.render.GLRenderPlugin())", file=sys.stderr)
     window = open_window(settings)
     app.insert_resource(window)
+    blend = app.resources.get(StepBlend)                 # the renderer plugin's; None without one
+    blended = None if blend is None else blend.enabled
+    if blend is not None and interpolate:
+        blend.enabled = True
     progress = show_compile_progress()                   # a first launch compiles in the first frames: say so
     compiling = [False]
 
@@ -194,6 +207,8 @@ def run_window(app: App, args: argparse.Namespace, *, title: str | None = None, 
         progress.hooks.remove(caption)
         app.emit("window_closing")                        # renderers free their GL objects while it exists
         del app.resources[Window]
+        if blend is not None:
+            blend.enabled = blended
         state.size = (0, 0)
         close_window()
     report = app.report()

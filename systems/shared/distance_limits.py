@@ -235,13 +235,13 @@ class DeformationLimit:
                 self._find_reach()                       # but new anchors are found now, not in a later frame
             return True
         budget = min(max_passes, INFEASIBLE_PASSES)
-        changed, visits, over, excess, stretch = _limit_substep(self.held, max_passes * c, budget * c, inv_mass, x,
-                                                                contact)
+        changed, visits, over, excess, stretch = _limit_substep_call(self.held, max_passes * c, budget * c, inv_mass,
+                                                                     x, contact)
         self.limited = visits > c or stretch > 1.0       # some link was over: likely again next substep
         if changed:                                      # a pin or grab came or went: new anchors, then the limit
             self._find_reach()
-            changed, visits, over, excess, stretch = _limit_substep(self.held, max_passes * c, budget * c, inv_mass,
-                                                                    x, contact)
+            changed, visits, over, excess, stretch = _limit_substep_call(self.held, max_passes * c, budget * c,
+                                                                         inv_mass, x, contact)
         return self._report(max_passes, visits, over, excess, stretch)
 
     def _report(self, max_passes: int, visits: int, over: int, excess: float, stretch: float) -> bool:
@@ -282,7 +282,7 @@ class DeformationLimit:
         self._hold()
 
     def _hold(self) -> None:
-        self.held = hold(LimitTables(self.link_i, self.link_j, self.link_hi, self.link_target, self.link_floor,
+        self.held = _hold_call(LimitTables(self.link_i, self.link_j, self.link_hi, self.link_target, self.link_floor,
                                      self.link_scale, self.offsets, self.neighbours, self.queue, self.queued,
                                      self.anchor_mask, self.anchors, self.reach, self.distance, self.pull_anchor,
                                      self.pull_reach, self.relaxed))
@@ -810,4 +810,5 @@ python_twin(_anchors_changed, per_step=True, twin=_anchors_changed_numpy)
 python_twin(_anchor_distances, size=lambda *args: args[-1].shape[1])    # its distance (anchors, n)
 _count_over_call, _anchors_changed_call = _count_over, _anchors_changed   # the Python call sites' names
 _anchor_distances_call = _anchor_distances
+_hold_call, _limit_substep_call = hold, _limit_substep      # (their stand-ins: loom.systems.shared.cold_limits)
 called_from(__name__, _count_over, _anchors_changed, _anchor_distances)

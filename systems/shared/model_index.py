@@ -5,7 +5,9 @@ like ``App.query``) or ``clothes_of(app, "verlet")`` for the components alone, i
 every cloth with a string compare; the run condition ``uses_model`` (conditions.py) asks the same
 index. The index is an App resource rebuilt only when the world's components change: esper drops
 its query cache on every add and remove, so ``App.query(Cloth)`` then returns a new list and the
-index compares that list's identity — a lookup between changes is two dict reads. A cloth's model
+index compares that list's identity — a lookup between changes is two dict reads. While a step leaves cloths out
+(asleep or frozen off screen: ``App.rest``), ``App.query(Cloth)`` is the list without them, so the index groups
+the cloths the step processes: a model's systems skip resting cloths without knowing of sleep. A cloth's model
 is fixed once built (``Cloth.model``), so nothing else can move a cloth from one model to another.
 
 Scratch a system keeps per entity (a model's tables, the guard's snapshot, wind accumulators, a
@@ -18,6 +20,8 @@ component it was built for and rebuilds.
 from __future__ import annotations
 
 from typing import Any
+
+import esper
 
 from loom.components import Cloth
 from loom.engine import App
@@ -74,9 +78,10 @@ def _refreshed(app: App, source: list[tuple[int, Cloth]]) -> ClothIndex:
 def cloths_of(app: App, model: str) -> list[tuple[int, Cloth]]:
     """``[(entity, cloth), ...]`` of the cloths whose model is ``model``, entity order. Shared: read it, don't
     change it (valid until a component is added or removed). ``cloth_index`` written out: systems ask it every
-    step, and each Python call of a lookup counts (benchmarks/calls.py)."""
+    step, and each Python call of a lookup counts (benchmarks/calls.py): in the App's world with no cloth resting
+    (asleep or frozen: ``App.rest``), ``App.query(Cloth)`` is esper's own list, read here without the call."""
     index = app.resources.get(ClothIndex)
-    source = app.query(Cloth)
+    source = esper.get_component(Cloth) if esper.current_world == app.world and not app.resting else app.query(Cloth)
     if index is None or source is not index.source:
         index = _refreshed(app, source)
     return index.rows.get(model, _NO_ROWS)
@@ -86,7 +91,7 @@ def clothes_of(app: App, model: str) -> list[Cloth]:
     """The Cloth components whose model is ``model``, entity order. Shared like ``cloths_of`` (and written out
     like it)."""
     index = app.resources.get(ClothIndex)
-    source = app.query(Cloth)
+    source = esper.get_component(Cloth) if esper.current_world == app.world and not app.resting else app.query(Cloth)
     if index is None or source is not index.source:
         index = _refreshed(app, source)
     return index.clothes.get(model, _NO_CLOTHES)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from loom.engine import App, Stage
 from loom.systems.sets import ClothSet
 from loom.systems.shared.model_index import forget_on_despawn
-from loom.systems.xpbd import constraints, predict
+from loom.systems.xpbd import cold, constraints, predict  # noqa: F401  (cold: the kernels' stand-ins registered)
 from loom.systems.xpbd.data import XPBDClothData, XPBDData, xpbd_data
 
 

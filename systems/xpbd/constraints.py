@@ -15,8 +15,10 @@ Per substep of h, every cloth's constraints are projected ``iterations`` times, 
   (a separate pass: clamping inside the XPBD projection was undone by later colours, leaving 11.6 % strain
   under a 10 % limit; the limit must travel from the pins across the sheet; and after the collisions,
   because a contact that moves a particle after the solve can overstretch its links again);
-- dihedral bending (bend_model="dihedral"): C = θ − θ₀ with the exact gradients of Bridson et
-  al. 2003 §4 (robust at θ = 0, unlike the acos form of Müller et al. 2007);
+- dihedral bending (bend_model="dihedral", every preset): C = θ − θ₀ with the exact gradients of Bridson et
+  al. 2003 §4 (robust at θ = 0, unlike the acos form of Müller et al. 2007), each hinge's compliance from the
+  material's bending rigidity B [N·m] and its rest geometry (``hinge_compliance``: Grinspun et al. 2003's discrete
+  shells weight), so a fabric bends alike at any mesh spacing;
 - tethers (long-range attachments, Kim et al. 2012): a free particle may be no farther from each
   of its anchors than in the rest shape; one-sided, only the free particle moves.
 
@@ -35,7 +37,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from loom.components import STRETCH, Cloth, Tearable
+from loom.components import STRETCH, Cloth, ClothMaterial, Tearable
 from loom.engine import App
 from loom.launch.cold_kernels import called_from, python_twin
 from loom.engine.persist import persistent
@@ -84,11 +86,10 @@ def solve_constraints(app: App, h: float) -> Plan:
         batch = app.init_resource(ConstraintBatch)
         if app.clock.substep_index == 0:
             batch.update(small, tables)
-        calls.append((_solve_batch, (inv_h2, batch.iterations, batch.bend_compliance, batch.clothes)))
+        calls.append((_solve_batch, (inv_h2, batch.iterations, batch.clothes)))
     for cloth in clothes:
         if batch is None or cloth.link_count >= PARALLEL_MIN_LINKS:
-            calls.append((_sweep_kernel(cloth, parallel), (cloth.iterations, inv_h2,
-                                                           cloth.material.bend_angle_compliance, tables.get(cloth))))
+            calls.append((_sweep_kernel(cloth, parallel), (cloth.iterations, inv_h2, tables.get(cloth))))
     return run(calls)
 
 
@@ -113,7 +114,7 @@ def settle_yarns(app: App, h: float) -> Plan:
     parallel = threads > 1
     for cloth in clothes:
         if tables.uses_yarns(cloth) and (batch is None or cloth.link_count >= PARALLEL_MIN_LINKS):
-            kernel = _yarns_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _yarns_serial
+            kernel = _yarns_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _yarns_serial_call
             calls.append((kernel, (inv_h2, tables.get(cloth))))
     return run(calls)
 
@@ -169,9 +170,9 @@ class ProvotBounds:
 
 def _sweep_kernel(cloth: Cloth, parallel: bool):
     """The kernel ``solve_constraints`` runs for ``cloth`` outside a batch (``parallel``: numba has more than one
-    thread), called as ``kernel(iterations, 1/h², bend_angle_compliance, tables.get(cloth))``; the sheet benchmark
+    thread), called as ``kernel(iterations, 1/h², tables.get(cloth))``; the sheet benchmark
     times it alone against its plain reference."""
-    return _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial
+    return _solve_parallel if parallel and cloth.link_count >= PARALLEL_MIN_LINKS else _solve_serial_call
 
 
 class ConstraintArrays(NamedTuple):
@@ -195,6 +196,8 @@ class ConstraintArrays(NamedTuple):
     """Dihedral bend quads (e0, e1, o0, o1), (b, 4), colour order."""
     bend_rest_angle: np.ndarray
     """Rest dihedral angle of each quad, (b,) [rad]."""
+    bend_compliance: np.ndarray
+    """Compliance α of each quad's hinge, (b,) [1/(N·m)] (``hinge_compliance``; (0,) unless bend_model="dihedral")."""
     bend_offsets: np.ndarray
     """First quad of each colour, (colours + 1,) (no colour unless bend_model="dihedral")."""
     tether_offsets: np.ndarray
@@ -227,6 +230,34 @@ class ConstraintArrays(NamedTuple):
     """Positions at the substep's start, (n, 3) [m]: where a particle resting on a collider met its surface."""
 
 
+_NO_HINGES = np.zeros(0)                      # hinge compliances of a cloth without dihedral bending
+
+
+def hinge_compliance(rest_x: np.ndarray, quads: np.ndarray, material: ClothMaterial) -> np.ndarray:
+    """XPBD compliance of each dihedral hinge, (b,) [1/(N·m)], for the quads (b, 4) (e0, e1, o0, o1) at rest
+    positions ``rest_x`` (n, 3) [m]: ``material.bend_angle_compliance`` for every hinge if set (the expert override),
+    else α_e = (A₁ + A₂) / (B·|e|²), B = ``material.bending_rigidity`` [N·m], |e| the hinge's rest edge, A₁, A₂ its
+    two triangles' rest areas.
+
+    Why: a plate of bending rigidity B bent to curvature κ stores B/2·κ² per unit area. The discrete shells'
+    hinge energy (Grinspun et al. 2003, eq. 2: (θ − θ₀)²·|e|/h_e with h_e a third of the mean height of the two
+    triangles, |e|/h_e = 3|e|²/(A₁ + A₂); Bergou et al. 2006's isometric bending, the same weight per edge)
+    sums, over a mesh bent to a cylinder, to ∫κ² dA times a mesh factor: Σ |e|²θ²/(A₁ + A₂) = 1.09–1.14 ∫κ² dA on
+    ``mesh.disc`` meshes (any direction) and 0.96–1.49 (1.23 on average over directions) on a triangulated grid
+    (docs/materials.md, "Bending in physical units"). XPBD's constraint C = θ − θ₀ of compliance α stores
+    C²/(2α), so α_e above gives Σ θ²/(2α_e) ≈ B/2 ∫κ² dA: a rigidity B, at any spacing (|e|²/A is
+    dimensionless, so the hinge's α depends on its triangles' shapes, not their size)."""
+    if material.bend_angle_compliance is not None:
+        return np.full(quads.shape[0], float(material.bend_angle_compliance))
+    if quads.shape[0] == 0:
+        return _NO_HINGES
+    e0, e1, o0, o1 = (rest_x[quads[:, k]] for k in range(4))
+    edge = e1 - e0
+    areas = 0.5 * (np.linalg.norm(np.cross(edge, o0 - e0), axis=1) + np.linalg.norm(np.cross(edge, o1 - e0), axis=1))
+    length2 = np.einsum("ij,ij->i", edge, edge)
+    return np.ascontiguousarray(areas / (material.bending_rigidity * np.maximum(length2, 1e-300)))
+
+
 _NO_YARNS = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int32),
              np.zeros((0, SCRATCH)))
 
@@ -247,9 +278,11 @@ def _constraint_arrays(cloth: Cloth, data: XPBDClothData, yarns_on: bool) -> tup
         yarns = tuple(built)
         colour = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
         sweep_end = offsets[:-1] + np.bincount(colour[~stretch], minlength=offsets.shape[0] - 1)
-    return hold(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, offsets,
+    dihedral = cloth.material.bend_model == "dihedral"
+    bend_compliance = hinge_compliance(cloth.rest_x, cloth.bend_quads, cloth.material) if dihedral else _NO_HINGES
+    return _hold_call(ConstraintArrays(cloth.link_i, cloth.link_j, cloth.link_rest, cloth.link_compliance, offsets,
                                  np.ascontiguousarray(sweep_end, np.int64), cloth.bend_quads, cloth.bend_rest_angle,
-                                 bend_offsets,
+                                 bend_compliance, bend_offsets,
                                  data.tether_offsets, data.tether_anchor, data.tether_length,
                                  cloth.inv_mass, cloth.x, data.link_lambda, data.bend_lambda, *yarns,
                                  cloth.contact, cloth.x_prev)), built
@@ -321,23 +354,20 @@ class ConstraintBatch:
         self.clothes = None
         """Typed list of the cloths' held ``ConstraintArrays``."""
         self.iterations = np.zeros(0, np.int64)
-        self.bend_compliance = np.zeros(0)
 
     def update(self, clothes: list[Cloth], tables: ConstraintTables) -> None:
-        """Point the batch at ``clothes``; iterations and bend compliance are re-read every step."""
+        """Point the batch at ``clothes``; iterations are re-read every step (the hinges' compliances are in the held
+        arrays, rebuilt with the material)."""
         key = (revisions(clothes), tuple(tables.tables_key(c) for c in clothes))
         (self.clothes,) = self.batch.update(key, lambda: [(tables.get(c),) for c in clothes])
         if self.iterations.shape[0] != len(clothes):
             self.iterations = np.zeros(len(clothes), np.int64)
-            self.bend_compliance = np.zeros(len(clothes))
         for k, c in enumerate(clothes):                  # re-read every step: the game may change them
             self.iterations[k] = c.iterations
-            self.bend_compliance[k] = c.material.bend_angle_compliance
 
     def __getstate__(self) -> dict:
         """Saved empty: typed lists do not pickle, and a loaded world rebuilds the batch at its first step."""
-        return {"batch": Batch(), "clothes": None, "iterations": np.zeros(0, np.int64),
-                "bend_compliance": np.zeros(0)}
+        return {"batch": Batch(), "clothes": None, "iterations": np.zeros(0, np.int64)}
 
 
 def refresh_tethers(app: App, dt: float) -> None:
@@ -361,13 +391,15 @@ def refresh_tethers(app: App, dt: float) -> None:
 
 
 # --- kernels: private, arrays in, arrays out ----------------------------------------------------
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
     """One XPBD projection of dihedral quad q: C = θ − θ₀ (Bridson et al. 2003 §4 gradients).
 
     quads (b, 4): shared edge e0, e1 then opposite o0 (of triangle e0 e1 o0), o1 (of e1 e0 o1).
     θ = atan2((N0 × N1)·ê, N0·N1); ∂θ/∂o0 = −|E| N0/|N0|², ∂θ/∂o1 = −|E| N1/|N1|², and the edge
-    terms from the projections of the opposite vertices on the edge; the four sum to zero."""
+    terms from the projections of the opposite vertices on the edge; the four sum to zero.
+    Inlined into ``_solve`` (numba's ``inline="always"``): called, each projection paid a call that passes its arrays
+    as loose arguments, which made the dihedral sweep several times the distance links' (docs/performance.md)."""
     e0 = np.uint64(quads[q, 0])                  # unsigned: no wraparound test per access
     e1 = np.uint64(quads[q, 1])
     o0 = np.uint64(quads[q, 2])
@@ -406,6 +438,8 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
     cz = n0x * n1y - n0y * n1x
     sin_t = (cx * ex + cy * ey + cz * ez) / elen
     cos_t = n0x * n1x + n0y * n1y + n0z * n1z
+    if sin_t == 0.0 and cos_t < 0.0:             # folded flat onto itself: no side to unfold to (atan2 would pick
+        return                                   # one by the sign of a zero), so a planar cloth stays planar
     c = math.atan2(sin_t, cos_t) - rest_angle[q]
     if c > math.pi:
         c -= 2.0 * math.pi
@@ -452,13 +486,13 @@ def _project_bend(q, quads, rest_angle, alpha, inv_mass, x, lam):
 
 
 @numba.njit(inline="always", error_model="numpy")
-def _solve(iterations, inv_h2, bend_compliance, held):
+def _solve(iterations, inv_h2, held):
     """``iterations`` Gauss–Seidel sweeps over colours of links, then bend quads, then tethers.
 
     Each link k is one XPBD distance projection (Macklin et al. 2016 eq. 18): Δλ = (l₀ − l − α̃λ) /
     (w_a + w_b + α̃) with α̃ = α/h², x_a += w_a·n·Δλ, x_b −= w_b·n·Δλ, n the unit direction b→a
     (Fuhrmann 2003 eqs. 6–9: mass weighting keeps the centre of mass).
-    held: the cloth's held ``ConstraintArrays``; bend_compliance [rad/(N·m)]; writes x (n, 3) [m] and the
+    held: the cloth's held ``ConstraintArrays`` (each bend quad's compliance [1/(N·m)] in it); writes x (n, 3) [m] and the
     multipliers, which restart from 0 every substep (the last substep's tension of a heavy yarn's links kept first,
     for its geometric stiffness: ``yarns.remember_tension``).
 
@@ -491,6 +525,7 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     link_sweep_end = arrays.link_sweep_end
     quads = arrays.bend_quads
     rest_angle = arrays.bend_rest_angle
+    bend_compliance = arrays.bend_compliance
     bend_offsets = arrays.bend_offsets
     tether_offsets = arrays.tether_offsets
     tether_anchor = arrays.tether_anchor
@@ -502,7 +537,6 @@ def _solve(iterations, inv_h2, bend_compliance, held):
     remember_tension(arrays.yarn_offsets, arrays.yarn_links, arrays.yarn_scratch, link_lambda, link_rest)
     link_lambda[:] = 0.0
     bend_lambda[:] = 0.0
-    bend_alpha = bend_compliance * inv_h2
     for it in range(iterations):
         for c in range(link_offsets.shape[0] - 1):
             for kk in prange(link_offsets[c], link_sweep_end[c]):
@@ -532,7 +566,7 @@ def _solve(iterations, inv_h2, bend_compliance, held):
                 x[b, 2] -= wb * s * dz
         for c in range(bend_offsets.shape[0] - 1):
             for q in prange(bend_offsets[c], bend_offsets[c + 1]):
-                _project_bend(q, quads, rest_angle, bend_alpha, inv_mass, x, bend_lambda)
+                _project_bend(q, quads, rest_angle, bend_compliance[q] * inv_h2, inv_mass, x, bend_lambda)
         _sweep_yarns(inv_h2, arrays, True)                   # each yarn's stretch links solved together
         if tether_anchor.shape[0] > 0 and (iterations - 1 - it) % 2 == 0:
             for p in prange(x.shape[0]):
@@ -602,27 +636,27 @@ def _yarns_batch(inv_h2, clothes):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _solve_serial(iterations, inv_h2, bend_compliance, held):
+def _solve_serial(iterations, inv_h2, held):
     """``_solve`` on the calling thread."""
-    _solve(iterations, inv_h2, bend_compliance, held)
+    _solve(iterations, inv_h2, held)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _solve_parallel(iterations, inv_h2, bend_compliance, held):
+def _solve_parallel(iterations, inv_h2, held):
     """``_solve`` with each colour's links, bend quads and the tethers split over the threads (the same
     result, bit for bit: a colour's constraints share no particle)."""
-    _solve(iterations, inv_h2, bend_compliance, held)
+    _solve(iterations, inv_h2, held)
 
 
 @numba.njit(cache=True, parallel=True)
-def _solve_batch(inv_h2, iterations, bend_compliance, clothes):
+def _solve_batch(inv_h2, iterations, clothes):
     """``_solve_serial`` for each cloth of a batch (``clothes``, a typed list of held ``ConstraintArrays``;
-    iterations, bend_compliance (k,) per cloth), the cloths spread over the threads. Cloths share
+    iterations (k,) per cloth), the cloths spread over the threads. Cloths share
     nothing, so the result is the same on any thread count; on one thread the parallel launch costs
     about 1 % over a plain loop, so there is no serial twin."""
     for k in prange(iterations.shape[0]):
         c = np.int64(k)                          # typed lists take signed indices; prange's are unsigned
-        _solve_serial(iterations[c], inv_h2, bend_compliance[c], clothes[c])
+        _solve_serial(iterations[c], inv_h2, clothes[c])
 
 
 @numba.njit(cache=True)
@@ -679,4 +713,5 @@ def _anchors_changed_numpy(inv_mass, mask):
 
 python_twin(_anchors_changed, per_step=True, twin=_anchors_changed_numpy)
 _build_tethers_call, _anchors_changed_call = _build_tethers, _anchors_changed   # the Python call sites' names
+_hold_call, _solve_serial_call, _yarns_serial_call = hold, _solve_serial, _yarns_serial   # (loom.systems.xpbd.cold)
 called_from(__name__, _build_tethers, _anchors_changed)

@@ -75,7 +75,7 @@ def predict_positions(app: App, h: float) -> Plan:
 
         def plan(app: App, h: float) -> None:
             for inv_mass, force, x, v, x_prev in rows:
-                _predict(inv_mass, force, g[0], g[1], g[2], h, x, v, x_prev)
+                _predict_call(inv_mass, force, g[0], g[1], g[2], h, x, v, x_prev)
     plan(app, h)
     return plan
 
@@ -88,7 +88,7 @@ def update_velocities(app: App, h: float) -> Plan:
     if batch is not None and len(batch.decay) == len(clothes):       # set up by this step's predict
         calls = [(_update_batch, (*batch.lists, 1.0 / h, batch.decay))]
     else:
-        calls = [(_update, (cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v))
+        calls = [(_update_call, (cloth.x, cloth.x_prev, 1.0 / h, math.exp(-cloth.material.damping * h), cloth.v))
                  for cloth in clothes]
     return run(calls)
 
@@ -117,6 +117,9 @@ def _update(x, x_prev, inv_h, decay, v):
     for p in range(x.shape[0]):
         for c in range(3):
             v[p, c] = (x[p, c] - x_prev[p, c]) * inv_h * decay
+
+
+_predict_call, _update_call = _predict, _update       # the Python call sites' names (loom.systems.xpbd.cold)
 
 
 @numba.njit(cache=True, parallel=True)
