@@ -1,8 +1,9 @@
 """Sleep: a cloth at rest stops being stepped until something could move it; off screen, it freezes.
 
 Add it next to a Cloth to tune that cloth (``app.spawn(cloth, pin, Sleep(threshold=0.02))``), or insert one as an
-App resource to set the defaults of every cloth without its own (``app.insert_resource(Sleep(enabled=False))``
-turns sleep off, ``Sleep(offscreen=True)`` freezes cloths off screen). The sleep system
+App resource to set the defaults of every cloth without its own (``app.insert_resource(Sleep())`` turns sleep on,
+``Sleep(offscreen=True)`` also freezes cloths off screen; without either, the sleep system gives every cloth
+``Sleep(enabled=False)``: sleep is opt-in). The sleep system
 (loom.systems.pipeline.sleep) gives each cloth that has none a copy of the App's, so ``app.get(entity, Sleep).state``
 always tells the game what the cloth is doing; ``state`` is written by that system (and by a game that wakes one).
 """

@@ -8,7 +8,11 @@ resumes from that state, as if time had stopped for it (``v`` is kept, not zeroe
 the first step after waking is the one that would have followed the last step before it, the trajectory shows no
 kink, and a snapshot of a sleeping cloth resumes bit-exact; the speeds kept are below the threshold anyway).
 
-Falling asleep (``Sleep``, components/sleep.py): each step, one kernel pass per awake cloth measures the largest
+Opt-in: without a ``Sleep`` of the game's own (an App resource, or a component on a cloth), every cloth gets
+``Sleep(enabled=False)`` and is neither surveyed nor frozen (docs/sleep.md says why).
+
+Falling asleep (``Sleep``, components/sleep.py): each step, one kernel pass per awake cloth with sleep enabled (or
+off-screen freezing on) measures the largest
 step-to-step displacement of its particles, |x(t) − x(t − dt)| (the same pass keeps x for the next step and the
 cloth's bound box); a cloth whose every particle moved slower than ``Sleep.threshold`` [m/s] for ``Sleep.steps``
 steps in a row falls asleep. The step-to-step speed, not ``Cloth.v``: ``v`` is the last substep's velocity, and a
@@ -29,7 +33,7 @@ Waking (checked at each step's start for every sleeping cloth; what held at slee
 - the game wrote ``Sleep.state = "awake"``, or ``Sleep.enabled = False``.
 A game that writes a sleeping cloth's x or v in place, or moves something Loom cannot see, writes "awake" too.
 
-Freezing: with ``Sleep.offscreen`` (default) and a ``Camera`` in the world, an awake cloth whose bound box lies
+Freezing: with ``Sleep(offscreen=True)`` (off by default) and a ``Camera`` in the world, an awake cloth whose bound box lies
 wholly outside the camera's view (the six planes of its projection, the aspect of the App's ``Window`` or
 ``WindowSettings``, else 16:9) is frozen for that step, state kept, and resumes when its box is back in view. A
 sleeping cloth stays asleep off screen.
