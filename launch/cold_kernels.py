@@ -11,14 +11,15 @@ launch's first frame does not wait for them.
 
 The large per-step kernels have *stand-ins* too, NumPy functions next to the kernels they stand in for
 (``loom.systems.xpbd.cold``: the prediction, the velocity update, the constraint solve and the yarns' settle pass;
-``loom.systems.forces.cold``: the wind; ``loom.systems.shared.cold_held``: ``hold``, whose ``PyHeld`` the others
-read). A stand-in need not be its kernel's algorithm (the solve is Jacobi XPBD over the links, not the coloured
-Gauss–Seidel and the yarns' line solve) but writes the same arrays with the same meaning, and keeps the cloth
-within physical bounds (tests/test_cold_stand_ins.py). So **a launch on an empty cache with a compile worker
+``loom.systems.forces.cold``: the wind; ``loom.systems.shared.cold_limits``: the deformation limit;
+``loom.systems.collision.cold``: the contacts and the max distance; ``loom.systems.coupling.cold``: the pymunk
+bridge, as its own source; ``loom.systems.shared.cold_held``: ``hold``, whose ``PyHeld`` the others read). A
+stand-in need not be its kernel's algorithm (the solve is Jacobi XPBD over the links, not the coloured Gauss–Seidel
+and the yarns' line solve) but writes the same arrays with the same meaning, and keeps the cloth within physical
+bounds (tests/test_cold_stand_ins.py). So **a launch on an empty cache with a compile worker
 runs its first seconds on stand-ins, and its motion then differs from a warm launch's**; determinism (bit-exact
 runs) holds between warm launches and wherever no stand-in runs: ``LOOM_COLD_PYTHON=0``, no worker (one core,
-``LOOM_COMPILE_AHEAD=0``, an App without ``LOOM_COLD_WORKER=1``), and the tests (their ``conftest`` sets
-``LOOM_COLD_WORKER=0``).
+``LOOM_COMPILE_AHEAD=0``, ``LOOM_COLD_WORKER=0``), and the tests (their ``conftest`` sets ``LOOM_COLD_WORKER=0``).
 
 Nothing is chosen per call in a hot system. A module whose code calls a kernel declares it once,
 ``called_from(__name__, kernel, ...)``, and then calls the kernel through a module-level name of its own
@@ -37,9 +38,12 @@ Nothing is chosen per call in a hot system. A module whose code calls a kernel d
   rebound only once no other site of its module is on a twin;
 - ``rebind`` (called by an App's step boundary, ``loom.launch.step_boundary``, before each step) puts the
   compiled dispatcher back, once, when the kernel is ready (compiled here, or in numba's cache: loading it takes
-  milliseconds: at most ``LOADS_PER_BOUNDARY`` loads a boundary, so no frame pays for several), when the worker
-  stopped, or for a per-step kernel when the scene is large. From then on the call site calls the dispatcher
-  with no lookup at all.
+  milliseconds: at most ``LOADS_PER_BOUNDARY`` loads a boundary, so no frame pays for several, and never waiting
+  for the worker), when the worker stopped, or for a per-step kernel when the scene is large. A module whose
+  kernels take ``hold``'s stand-in (``PyHeld``) is rebound only once ``hold`` is loaded for every type its
+  stand-ins asked for (``request_types``): a compiled kernel given a ``PyHeld`` makes the held struct with it,
+  which would otherwise compile in the game's frame. From then on the call site calls the dispatcher with no
+  lookup at all.
 
 The twin is the kernel's own source run by the interpreter (``py_func``), its calls to other registered kernels
 going to their twins: one source, the same integers out (set-up kernels are integer graph walks and
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from types import FunctionType
 from typing import Any
@@ -74,6 +79,10 @@ _bound: list[tuple[dict[str, Any], str, Any]] = []  # the call sites bound to a 
 _compiling: Callable[[], bool] = lambda: False
 _requester: Callable[[Any, tuple], None] | None = None   # asks the worker for a kernel (``while_compiling``)
 _requested: dict[Any, tuple | None] = {}            # kernel → the numba argument types its first call asked for
+_asked: set[tuple[Any, tuple]] = set()              # (kernel, types) asked of the worker by ``request_types``
+first_cost: dict[Any, float] = {}
+"""Per kernel, what its stand-in's calls took in a serving worker's game's first step [s], all its call sites
+together (``_Requesting``): the first frame's compile (``compile_ahead.first_frame_compile``) weighs by it."""
 
 LOADS_PER_BOUNDARY = 1
 """Most kernels ``rebind`` loads from numba's cache at one step boundary (a load costs milliseconds: spread over
@@ -175,8 +184,9 @@ def _bind(site: tuple[dict[str, Any], str, Any], stand_in: Callable[..., Any]) -
 
 
 class _Requesting:
-    """A per-step call site's stand-in before its first call while a serving worker runs: that call asks the worker
-    for the kernel with the call's argument types (``_requester``), binds the site to the plain twin and runs it."""
+    """A per-step call site's stand-in during a serving worker's game's first step: its first call asks the worker
+    for the kernel with the call's argument types (``_requester``); every call runs the twin and adds its time to
+    ``first_cost``. ``first_step_done`` then binds the site to the plain twin."""
 
     __slots__ = ("site",)
 
@@ -184,11 +194,22 @@ class _Requesting:
         self.site = site
 
     def __call__(self, *args: Any) -> Any:
-        namespace, name, kernel = self.site
-        twin = _twins[kernel]
-        namespace[name] = twin
-        request(kernel, args)
-        return twin(*args)
+        kernel = self.site[2]
+        if kernel not in _requested:
+            request(kernel, args)
+        began = time.perf_counter()
+        try:
+            return _twins[kernel](*args)
+        finally:
+            first_cost[kernel] = first_cost.get(kernel, 0.0) + time.perf_counter() - began
+
+
+def first_step_done() -> None:
+    """The game's first step is over: every call site still on its ``_Requesting`` stand-in (they timed the first
+    step's calls) is bound to its plain twin."""
+    for namespace, name, kernel in _bound:
+        if isinstance(namespace[name], _Requesting):
+            namespace[name] = _twins[kernel]
 
 
 def request(kernel: Any, args: tuple) -> None:
@@ -202,6 +223,17 @@ def request(kernel: Any, args: tuple) -> None:
         return
     _requested[kernel] = types
     if _requester is not None:
+        _requester(kernel, types)
+
+
+def request_types(kernel: Any, types: tuple) -> None:
+    """Ask the serving worker (if any) to compile ``kernel`` for numba argument ``types`` too (once per types): a
+    kernel compiled for several types (``held.hold``, one per namedtuple) whose stand-in meets each of them."""
+    if (kernel, types) in _asked:
+        return
+    _asked.add((kernel, types))
+    _requested.setdefault(kernel, types)
+    if _requester is not None and _compiling():
         _requester(kernel, types)
 
 
@@ -230,11 +262,17 @@ def rebind(large: bool = False) -> int:
         return 0
     compiling = _compiling()
     done = loads = 0
+    holders = _holders_loaded(compiling)
+    if holders is None:                             # it loaded one of ``hold``'s types this boundary
+        holders, loads = False, 1
     for site in list(_bound):
         namespace, name, kernel = site
         per_step = kernel in _per_step
-        if kernel in _last and any(other[0] is namespace and other[2] not in _last for other in _bound):
+        if kernel in _last and any(other[0] is namespace and other[2] in _per_step and other[2] not in _last
+                                   for other in _bound):
             continue                                # its module's other twins still read what its twin makes
+        if per_step and not holders and not large and kernel not in _last and _holds_here(namespace):
+            continue                                # its kernel would make, or wait for, a ``hold`` mid-frame
         if per_step and (large or not compiling):
             pass
         elif not ready(kernel):
@@ -253,6 +291,46 @@ def rebind(large: bool = False) -> int:
     return done
 
 
+def _index_stamp(kernel: Any) -> int | None:
+    """The mtime [ns] of numba's cache index of ``kernel`` (None: none)."""
+    index = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_index_path", None)
+    try:
+        return os.stat(index).st_mtime_ns if isinstance(index, str) else None
+    except OSError:
+        return None
+
+
+def _holders_loaded(compiling: bool) -> bool | None:
+    """Whether every type a ``last`` kernel (``hold``) was asked for by its stand-ins (``request_types``) is loaded
+    in this process: a compiled kernel given a ``PyHeld`` makes the held struct with it, and one not loaded would be
+    compiled, or waited for from the worker, in the middle of a frame. Loads one that is in numba's cache and returns
+    None when it did (the boundary's load). True once the worker stopped (nothing more will come)."""
+    missing = [(kernel, types) for kernel, types in _asked if kernel in _last and types not in kernel.overloads]
+    if not missing or not compiling:
+        return True
+    kernel, types = missing[0]
+    stamp = _index_stamp(kernel)
+    if stamp is None or _probed.get((kernel, types)) == stamp:
+        return False                                # nothing new in the cache since the last look
+    _probed[(kernel, types)] = stamp
+    from loom.launch import kernel_cache
+    try:
+        with kernel_cache.only_cached(wait=False):
+            kernel.compile(types)
+    except Exception:                               # not in the cache yet: the worker is at it
+        return False
+    return None if len(missing) > 1 else True
+
+
+_probed: dict[tuple[Any, tuple], int] = {}          # (kernel, types) → the cache index's mtime when last tried
+
+
+def _holds_here(namespace: dict[str, Any]) -> bool:
+    """Whether the module of ``namespace`` calls a ``last`` kernel (``hold``) through a call site: its kernels take
+    what its stand-in made (``PyHeld``)."""
+    return any(site[0] is namespace and site[2] in _last for site in _sites)
+
+
 def _load(kernel: Any) -> bool:
     """Load ``kernel`` from numba's cache for the argument types its first call asked for (``request``), never
     compiling it; True when it is loaded or no types were asked (it loads at its first call). The other call sites
@@ -262,7 +340,7 @@ def _load(kernel: Any) -> bool:
         return True
     from loom.launch import kernel_cache
     try:
-        with kernel_cache.only_cached():
+        with kernel_cache.only_cached(wait=False):
             kernel.compile(types)
     except Exception:                               # not loadable (another signature, a stale index): keep the twin
         return False
@@ -313,6 +391,11 @@ def cold_per_step() -> bool:
 def has_twin(kernel: Any) -> bool:
     """Whether ``kernel`` was registered with ``python_twin`` (a set-up or a per-step kernel)."""
     return kernel in _twins
+
+
+def is_last(kernel: Any) -> bool:
+    """Whether ``kernel`` was registered ``last`` (``hold``: its stand-in makes what the other stand-ins read)."""
+    return kernel in _last
 
 
 def is_per_step_kernel(kernel: Any) -> bool:

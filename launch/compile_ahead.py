@@ -17,10 +17,14 @@ compiling it a second time; the worker leaves a kernel the game is compiling for
 
 A game without a kernel list (a user's own loop around a default ``App``) gets a *serving* worker instead
 (``serve``, started by the App's step boundary, ``loom.launch.step_boundary``, when numba's cache holds none of
-Loom's per-step kernels and ``LOOM_COLD_WORKER=1``): each per-step call site's first call runs its NumPy stand-in
-and asks the worker for its kernel with that call's argument types (a request file in the markers folder); between
-requests the worker compiles the prefabs' games' lists (``DEFAULT_LISTS``: the contacts, the coupling, the limit
-an everyday scene meets in its first frames). The game loads each kernel at a step boundary once it is cached.
+Loom's per-step kernels; ``LOOM_COLD_WORKER=0`` turns it off): each per-step call site's first call runs its NumPy
+or Python stand-in and asks the worker for its kernel with that call's argument types (a request file in the
+markers folder). The worker compiles the requests quickest first (``compile_seconds``: the prefabs' games' lists,
+``DEFAULT_LISTS``, give each kernel's compile time, counted with every callee not yet compiled), so the game leaves
+its stand-ins one by one as soon as it can; between requests it compiles those lists. At the end of the game's
+first step its own core compiles too, for up to ``FIRST_FRAME_COMPILE`` seconds, the kernels whose stand-ins took
+most of that step (``first_frame_compile``). The game loads each kernel at a step boundary once it is cached,
+one a boundary (``cold_kernels.rebind``).
 
 ``start`` does nothing when every listed kernel is already in the cache (a warm launch pays two stat calls per
 kernel), on a one-core machine, or with ``LOOM_COMPILE_AHEAD=0``; the worker exits with the game. The games pass
@@ -210,6 +214,55 @@ def worker_order(first: Sequence[Entry], later: Sequence[Entry], set_up: set[tup
             + [e for e in order if (e.module, e.qualname) in set_up - per_step])
 
 
+UNKNOWN_SECONDS = 5.0
+"""[s] what a serving worker takes a requested kernel missing from its lists to cost to compile (its order only)."""
+
+
+def _cost(e: Entry, own: dict[tuple[str, str], float]) -> float:
+    """``compile_seconds`` of the entry's kernel (``UNKNOWN_SECONDS`` when not known)."""
+    kernel = cold_kernels.kernel_named(e.module, e.qualname)
+    seconds = compile_seconds(kernel, own) if hasattr(kernel, "py_func") else None
+    return UNKNOWN_SECONDS if seconds is None else seconds
+
+
+def own_seconds(entries: Sequence[Entry]) -> dict[tuple[str, str], float]:
+    """Seconds each listed kernel took to compile on its own, callees left out [s], by (module, qualname) (the
+    longest of its signatures)."""
+    own: dict[tuple[str, str], float] = {}
+    for e in entries:
+        key = (e.module, e.qualname)
+        own[key] = max(own.get(key, 0.0), e.seconds)
+    return own
+
+
+def compile_seconds(kernel: Any, own: dict[tuple[str, str], float]) -> float | None:
+    """What compiling ``kernel`` would cost now [s]: the ``own`` seconds of it and of every kernel it calls, directly
+    or not (the numba dispatchers its source names), that is not compiled here or cached; None when it is missing
+    from ``own`` (its cost is unknown). A list gives a callee's seconds only in the first tree that compiled it: a
+    kernel whose tree there is small may still call a large one (the yarns' pass after the collisions calls the
+    solve's yarn groups), which this counts."""
+    total = 0.0
+    seen: set[int] = set()
+    stack = [kernel]
+    while stack:
+        k = stack.pop()
+        if id(k) in seen:
+            continue
+        seen.add(id(k))
+        f = k.py_func
+        seconds = own.get((f.__module__, f.__qualname__))
+        if seconds is None:
+            if k is kernel:
+                return None
+            seconds = 0.0                              # (an unlisted callee: a helper too small to list)
+        if not (k.signatures or cold_kernels.cached(k)):
+            total += seconds
+        names = f.__globals__
+        stack += [v for name in f.__code__.co_names if hasattr(v := names.get(name), "py_func")
+                  and hasattr(v, "signatures")]
+    return total
+
+
 def _mirrored(entries: Sequence[Entry]) -> list[Entry]:
     """Call trees given in post-order with depths, visited last child first, each callee before its caller."""
     pending: list[tuple[Entry, list]] = []            # (entry, its children) not yet given a caller
@@ -377,9 +430,10 @@ def _launch(*command: str) -> None:
 
 
 SERVE_ENV = "LOOM_COLD_WORKER"
-"""Environment variable: "1" lets an App start a serving worker itself (``serve``); unset or "0" (the default while
-the stand-ins do not yet cover a first frame's every kernel: docs/performance.md, "Hitches") it does not. The
-tests set "0": a unit test's motion must not depend on the state of numba's cache."""
+"""Environment variable: "0" keeps an App from starting a serving worker itself (``serve``): every kernel then
+compiles in the game's frame at its first call, and a first launch is as deterministic as a warm one; unset or "1"
+(the default) it starts one on an empty cache. The tests set "0": a unit test's motion must not depend on the
+state of numba's cache."""
 
 POLL = 0.02
 """[s] how often a serving worker looks for new requests."""
@@ -391,17 +445,81 @@ def serve() -> subprocess.Popen | None:
     """Start a *serving* worker for a game without a kernel list (an App with ``LaunchPlugin``, on its first step
     on an empty cache: ``loom.launch.step_boundary``): it compiles what the game asks for, in order, while the
     game runs its per-step kernels' stand-ins (``cold_kernels.while_compiling``: each call site's first call asks
-    for its kernel with that call's argument types). Nothing is started (None) without ``LOOM_COLD_WORKER=1``, with
+    for its kernel with that call's argument types). Nothing is started (None) with ``LOOM_COLD_WORKER=0``, with
     ``LOOM_COMPILE_AHEAD=0`` or ``LOOM_COLD_PYTHON=0``, on a one-core machine, when a worker already runs, or when
     every per-step kernel with a stand-in is ready (a warm cache). The worker ends with the game."""
-    if (os.environ.get(SERVE_ENV, "0").strip() == "0" or os.environ.get(ENV_VAR, "1").strip() == "0"
+    if (os.environ.get(SERVE_ENV, "1").strip() == "0" or os.environ.get(ENV_VAR, "1").strip() == "0"
             or not cold_kernels.ENABLED or (os.cpu_count() or 1) < 2 or _running()
             or not cold_kernels.cold_per_step()):
         return None
     _first_frame.clear()
     _launch("serve")
     cold_kernels.while_compiling(_running, _request)
+    _warm_numba()
     return _worker
+
+
+def _warm_numba() -> None:
+    """Fill numba's typing and target registries now, while the scene is built: the first kernel loaded from the
+    cache at a step boundary would otherwise pay for it (about 40 ms of one frame on a 2-core machine, against
+    2–6 ms for each load after it)."""
+    from numba.core.registry import cpu_target
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    """A non-negative number of seconds from environment variable ``name`` (``default`` when unset or not one)."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value >= 0.0 else default
+
+
+FIRST_FRAME_COMPILE = _seconds_from_env("LOOM_FIRST_FRAME_COMPILE", 3.5)
+"""[s] how long a game with a serving worker may compile kernels itself at the end of its first step, beside the
+worker (``first_frame_compile``; environment ``LOOM_FIRST_FRAME_COMPILE``, 0: none): its first frame then comes
+about 3.5 s later, within the 5 s a first launch may take on an idle 2-core machine, and its next frames run fewer
+stand-ins (the worst of them 28–45 ms against 47–48 ms without, docs/performance.md, "Hitches")."""
+
+
+def first_frame_compile(budget: float = FIRST_FRAME_COMPILE) -> list[str]:
+    """At the end of a serving worker's game's first step: compile here, beside the worker (which takes the quickest
+    first), the kernels whose stand-ins took most of that step (``cold_kernels.first_cost``: every call, so a solve
+    called each substep outweighs the wind called once a step), each whose compile time with its callees
+    (``compile_seconds``, from ``default_lists``) fits what is left of ``budget`` [s]; a kernel missing from the lists
+    (its cost unknown), one the worker has cached and ``hold`` (its stand-in's types are the worker's) are skipped.
+    Why: the frames after the first run on stand-ins until the worker is done (a minute or more), and those of a
+    cloth just spawned, falling and settling, are the slowest; the game's own core is free while its first frame is
+    allowed to take seconds. Then numba's garbage is collected and the survivors frozen (``gc.freeze``). Returns the
+    names compiled. Every call site still timing its calls goes to its plain stand-in (``first_step_done``), with a
+    worker or not."""
+    cold_kernels.first_step_done()
+    if budget <= 0.0 or not _running() or cold_kernels._requester is None:
+        return []
+    first, later = _default_entries()
+    own = own_seconds(first + later)
+    began = time.perf_counter()
+    done = []
+    spent = cold_kernels.first_cost                 # [s] each stand-in's share of the first step
+    for kernel in sorted(spent, key=lambda k: -spent[k]):
+        types = cold_kernels._requested.get(kernel)
+        f = kernel.py_func
+        seconds = compile_seconds(kernel, own)
+        left = budget - (time.perf_counter() - began)
+        if types is None or seconds is None or seconds > left or cold_kernels.ready(kernel) \
+                or cold_kernels.is_last(kernel):
+            continue
+        try:
+            kernel.compile(types)
+        except Exception:                  # types it does not take: it stays on its stand-in
+            continue
+        done.append(f.__qualname__)
+    if done:                               # numba's compile leaves a heap of long-lived objects that every full
+        gc.collect()                       # collection would scan again mid-game (60 ms a frame): collected now,
+        gc.freeze()                        # in the first frame, and the survivors kept out of later collections
+    return done
 
 
 def _request(kernel: Any, types: tuple) -> None:
@@ -433,14 +551,8 @@ def default_lists() -> list[Path]:
     return [folder / f"{name}.pickle" for name in DEFAULT_LISTS if (folder / f"{name}.pickle").exists()]
 
 
-def serving(parent: int, markers: str | os.PathLike) -> int:
-    """The serving worker: compile each request (``_request``) in the order made, and between requests the entries
-    of ``default_lists`` in ``worker_order`` (the first frames' kernels at the game's priority, the rest niced),
-    until ``parent`` exits; an entry the game is compiling (its mark) is put off. Returns how many it compiled."""
-    folder = Path(markers)
-    marks = _Marks(folder, "w-")
-    event.register("numba:compile", marks)
-    _unmark_on_save(marks)
+def _default_entries() -> tuple[list[Entry], list[Entry]]:
+    """The entries of ``default_lists``, (first frame's, later), each once (a list that cannot be read is left out)."""
     first: list[Entry] = []
     later: list[Entry] = []
     for path in default_lists():
@@ -450,26 +562,44 @@ def serving(parent: int, markers: str | os.PathLike) -> int:
             continue
         first += [e for e in f if e not in first]
         later += [e for e in l if e not in later and e not in first]
+    return first, later
+
+
+def serving(parent: int, markers: str | os.PathLike) -> int:
+    """The serving worker: compile each request (``_request``) in the order made, and between requests the entries
+    of ``default_lists`` in ``worker_order`` (the first frames' kernels at the game's priority, the rest niced),
+    until ``parent`` exits; an entry the game is compiling (its mark) is put off. Returns how many it compiled."""
+    folder = Path(markers)
+    marks = _Marks(folder, "w-")
+    event.register("numba:compile", marks)
+    _unmark_on_save(marks)
+    first, later = _default_entries()
     found, set_up, per_step = _kernels_of(first + later)          # (the modules the requests name, too, while
     listed = [e for e in worker_order(first, later, set_up, per_step)   # the game builds its scene)
               if (e.module, e.qualname) not in set_up | per_step]
+    own = own_seconds(first + later)
+    asked: list[Entry] = []
     first_frame = set(first)
     seen: set[str] = set()
     put_off: set[Entry] = set()
     niced = False
     done = 0
+    log = os.environ.get(LOG_ENV)
     while os.getppid() == parent:
         try:
             names = sorted(p.name for p in folder.glob("q-*.pickle") if p.name not in seen)
         except OSError:
             break
-        queue: list[Entry] = []
         for name in names:
             seen.add(name)
             try:
-                queue += [Entry(*row) for row in _safe_loads((folder / name).read_bytes())]
+                asked += [Entry(*row) for row in _safe_loads((folder / name).read_bytes())]
             except (OSError, pickle.UnpicklingError, EOFError, ImportError, AttributeError, TypeError, ValueError):
                 continue
+        queue: list[Entry] = []
+        if asked:                          # the quickest to compile first: the game leaves its stand-ins soonest
+            asked.sort(key=lambda e: _cost(e, own))
+            queue = [asked.pop(0)]
         if not queue:
             if not listed:
                 time.sleep(POLL)
@@ -488,18 +618,35 @@ def serving(parent: int, markers: str | os.PathLike) -> int:
                 kernel = cold_kernels.kernel_named(e.module, e.qualname)
                 if not hasattr(kernel, "overloads"):
                     kernel = _dispatchers().get((e.module, e.qualname))
-            if kernel is None or e.args in kernel.overloads or cold_kernels.cached(kernel):
-                continue
+            if kernel is None or e.args in kernel.overloads:     # (a cached kernel for other types is compiled:
+                continue                                          # ``hold`` has one signature per namedtuple)
             if e not in put_off and (folder / ("m-" + _name(kernel.py_func))).exists():   # the game compiles it
                 put_off.add(e)
                 listed.append(e)
                 continue
+            began = time.perf_counter()
             try:
                 kernel.compile(e.args)
                 done += 1
             except Exception:              # types the kernel does not take: the game keeps its stand-in
                 continue
+            _log(log, f"{time.time():.3f} {time.perf_counter() - began:7.3f} s {e.module}.{e.qualname}")
     return done
+
+
+LOG_ENV = "LOOM_WORKER_LOG"
+"""Environment variable: a file a serving worker appends a line to for each kernel it compiled or loaded (time,
+seconds, name): to see what a cold launch waits for."""
+
+
+def _log(path: str | None, line: str) -> None:
+    """Append ``line`` to the file ``path`` (``LOG_ENV``; None: nothing), never failing."""
+    if path:
+        try:
+            with open(path, "a") as out:
+                out.write(line + "\n")
+        except OSError:
+            pass
 
 
 def _running() -> bool:

@@ -19,6 +19,7 @@ cache class does not look the way this was written for (another numba version), 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,20 +44,23 @@ class NotCached(Exception):
     """Raised by a load inside ``only_cached()`` when the kernel is not in numba's cache: nothing is compiled."""
 
 
-_only_cached = False
+_flags = threading.local()                      # this thread's ``only_cached`` (a step boundary may load off the game's
+                                                # thread while the game's own thread compiles: flags of its own)
 
 
 @contextmanager
-def only_cached() -> Iterator[None]:
+def only_cached(wait: bool = True) -> Iterator[None]:
     """Within it, ``dispatcher.compile(sig)`` of a Loom kernel loads it from numba's cache or raises ``NotCached``
     instead of compiling (the later-kernels list: an entry recorded before the code changed is skipped, not
-    compiled at the next launch's first step). Without the fast load (``installed()`` False), it changes nothing."""
-    global _only_cached
-    before, _only_cached = _only_cached, True
+    compiled at the next launch's first step). ``wait=False``: nor does it wait for the compile-ahead worker to
+    finish it (``miss_hooks`` not called: a step boundary's load, which must cost milliseconds). Without the fast
+    load (``installed()`` False), it changes nothing."""
+    before = (getattr(_flags, "only", False), getattr(_flags, "no_wait", False))
+    _flags.only, _flags.no_wait = True, before[1] or not wait
     try:
         yield
     finally:
-        _only_cached = before
+        _flags.only, _flags.no_wait = before
 
 
 def is_loom_function(py_func: Any) -> bool:
@@ -79,10 +83,10 @@ def _fast_load_overload(self: Any, sig: Any, target_context: Any) -> Any:
     rtsys.initialize(target_context)
     with self._guard_against_spurious_io_errors():
         loaded = self._load_overload(sig, target_context)
-    if loaded is None and any([hook(self) for hook in list(miss_hooks)]):
+    if loaded is None and not getattr(_flags, "no_wait", False) and any([hook(self) for hook in list(miss_hooks)]):
         with self._guard_against_spurious_io_errors():
             loaded = self._load_overload(sig, target_context)
-    if loaded is None and _only_cached:
+    if loaded is None and getattr(_flags, "only", False):
         raise NotCached(self._py_func.__qualname__)
     if loaded is not None:
         from loom.launch.compile_progress import note_loaded

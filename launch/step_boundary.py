@@ -2,9 +2,10 @@
 
 ``LaunchBoundary`` is the App's step boundary (``loom.engine.boundary.StepBoundary``, the one hook ``App._steps``
 calls): ``install(app)`` gives an App one (``LaunchPlugin``, which ``DefaultPlugins`` holds, and ``run_app`` call
-it), and on an empty numba cache starts the App's own compile worker (``compile_ahead.serve``: with
-``LOOM_COLD_WORKER=1``; the per-step kernels run as their NumPy stand-ins until it has compiled them). Before each
-fixed step:
+it), and on an empty numba cache starts the App's own compile worker (``compile_ahead.serve``; not with
+``LOOM_COLD_WORKER=0``): the per-step kernels run as their NumPy stand-ins until it has compiled them, and at the
+end of the first step the game's own core compiles the costliest of them for a few seconds
+(``compile_ahead.first_frame_compile``). Before each fixed step:
 
 - before the App's first step, the kernels its scene loaded after its first frame at an earlier launch are
   loaded (``loom.launch.later_kernels``): the first frame pays, the frames after it load nothing;
@@ -77,6 +78,8 @@ class LaunchBoundary:
     def after_step(self, app: Any, seconds: float) -> bool:
         """Account ``app``'s step that took ``seconds`` [s] (the tuner, the later kernels' record); return whether
         it counts in the HUD's numbers (False when numba compiled during it)."""
+        if app.clock.step_index == 1:
+            compile_ahead.first_frame_compile()     # a serving worker's game: its first frame's own core compiles too
         tuner = self.tuner
         if tuner is not None:
             if app.clock.step_index == 1 and loom_compiles() > self.compiled_before >= 0:

@@ -372,8 +372,8 @@ def test_a_set_up_stand_in_is_bound_at_import_and_costs_no_step_without_a_worker
 
 def test_a_serving_workers_stand_in_asks_for_its_kernel_once_with_the_calls_types(hot_module):
     """With a worker that compiles what it is asked (``compile_ahead.serve``), a per-step call site's first call
-    asks for its kernel with that call's numba argument types, then the site calls the plain twin (no wrapper
-    per call); the kernel is asked for once."""
+    asks for its kernel with that call's numba argument types; through the first step every call is timed
+    (``first_cost``), then the site calls the plain twin (no wrapper per call); the kernel is asked for once."""
     import numba
     scale = hot_module.scale
     asked = []
@@ -383,10 +383,14 @@ def test_a_serving_workers_stand_in_asks_for_its_kernel_once_with_the_calls_type
         assert isinstance(hot_module.scale_call, cold_kernels._Requesting)
         assert hot_module.hot(np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]
         assert asked == [(scale, (numba.typeof(np.arange(3.0)),))] and not scale.signatures
+        hot_module.hot(np.arange(3.0))
+        assert len(asked) == 1 and cold_kernels.first_cost[scale] > 0.0
+        cold_kernels.first_step_done()
         assert hot_module.scale_call is cold_kernels.twin_of(scale)
         hot_module.hot(np.arange(3.0))
         assert len(asked) == 1
     finally:
+        cold_kernels.first_cost.pop(scale, None)
         cold_kernels._requested.pop(scale, None)
         cold_kernels.while_compiling(lambda: False)
 
@@ -434,3 +438,53 @@ def test_a_last_kernels_site_is_rebound_after_its_modules_other_sites(hot_module
     cold_kernels.rebind()
     assert hot_module.make_call is make and not cold_kernels._bound
     cold_kernels.while_compiling(lambda: False)
+
+
+def test_a_set_up_site_in_the_module_does_not_hold_back_a_last_kernels_site(hot_module, monkeypatch):
+    """A set-up kernel's stand-in stays bound for the whole game (it asks at each build): it reads nothing ``hold``'s
+    stand-in makes, so once the module's per-step sites are rebound the ``last`` site is rebound too (before, a
+    module with a set-up site, XPBD's constraints with their tethers, kept its ``hold`` on ``PyHeld`` for good)."""
+    import numba
+    exec("@numba.njit\ndef make(x):\n    return x\nmake_call = make\n"
+         "@numba.njit\ndef build(n):\n    return n\nbuild_call = build\n", hot_module.__dict__)
+    make, build = hot_module.make, hot_module.build
+    cold_kernels.python_twin(make, per_step=True, last=True)
+    cold_kernels.python_twin(build, size=lambda n: n)
+    not_ready = {make, build}
+    monkeypatch.setattr(cold_kernels, "ready", lambda kernel: kernel not in not_ready)
+    cold_kernels.called_from(hot_module.__name__, make, build)
+    cold_kernels.while_compiling(lambda: True)
+    assert hot_module.make_call is not make and hot_module.build_call is not build
+    not_ready.discard(make)
+    make(1.0)
+    cold_kernels.rebind()
+    assert hot_module.make_call is make                                       # the set-up site did not hold it
+    assert hot_module.build_call is not build                                  # (still its stand-in)
+    cold_kernels.while_compiling(lambda: False)
+
+
+def test_a_py_held_asks_the_worker_for_hold_of_its_own_type_once(monkeypatch):
+    """``hold`` compiles once per namedtuple type: each ``PyHeld`` of a new type asks the serving worker for that
+    type (a kernel's first call asks only once, for its first types), so the worker compiles every ``hold`` the
+    kernels will need when they come back, and none compiles in the game's frame."""
+    import numba
+
+    from loom.systems.forces.wind import AeroArrays
+    from loom.systems.collision.environment import Frames
+    from loom.systems.shared.cold_held import PyHeld
+    from loom.systems.shared.held import hold
+    asked = []
+    monkeypatch.setattr(cold_kernels, "_asked", set())
+    monkeypatch.setattr(cold_kernels, "_requested", {})
+    cold_kernels.while_compiling(lambda: True, lambda kernel, types: asked.append((kernel, types)))
+    try:
+        n = 3
+        aero = AeroArrays(np.zeros((0, 3), np.int32), np.zeros((n, 3)), np.zeros((n, 3)), np.ones(n),
+                          np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), np.zeros((6, n)))
+        PyHeld(aero)
+        PyHeld(aero._replace(mass=np.full(n, 2.0)))                            # the same type: not again
+        other = Frames(*(np.zeros(n) for _ in Frames._fields))
+        PyHeld(other)
+        assert asked == [(hold, (numba.typeof(aero),)), (hold, (numba.typeof(other),))]
+    finally:
+        cold_kernels.while_compiling(lambda: False)

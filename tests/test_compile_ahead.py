@@ -354,3 +354,77 @@ def test_a_serving_worker_compiles_what_the_game_asks_for_and_the_game_loads_it(
         cold_kernels.unbind()
         cold_kernels.while_compiling(lambda: False)
         cold_kernels._requested.pop(triple, None)
+
+
+_TREE = """
+import numba
+
+@numba.njit
+def leaf(x):
+    return x + 1.0
+
+@numba.njit
+def middle(x):
+    return leaf(x) * 2.0
+
+@numba.njit
+def root(x):
+    return middle(x) - leaf(x)
+
+@numba.njit
+def other(x):
+    return leaf(x)
+"""
+
+
+def _tree_module(tmp_path, monkeypatch, tag: str):
+    """A module of four kernels, ``root`` → ``middle`` → ``leaf`` and ``other`` → ``leaf``, none compiled yet."""
+    import importlib
+    name = f"loom_test_tree_{tag}_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(_TREE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)
+
+
+def test_a_kernels_compile_cost_counts_every_callee_not_yet_compiled(tmp_path, monkeypatch):
+    """A kernel list gives a callee's seconds only in the first call tree that compiled it, so a kernel whose tree
+    there is small may still call a large one (the yarns' pass after the collisions calls the solve's yarn groups: 0.9
+    s as listed, 17 s to compile first). ``compile_seconds`` follows the source's calls: a kernel's own seconds plus
+    those of every callee not compiled here or cached; None for a kernel the lists do not name."""
+    m = _tree_module(tmp_path, monkeypatch, "cost")
+    own = {(m.__name__, "leaf"): 5.0, (m.__name__, "middle"): 1.0, (m.__name__, "root"): 0.5,
+           (m.__name__, "other"): 0.25}
+    assert compile_ahead.compile_seconds(m.root, own) == pytest.approx(6.5)
+    assert compile_ahead.compile_seconds(m.other, own) == pytest.approx(5.25)
+    m.leaf(1.0)                                                         # compiled here: costs nothing any more
+    assert compile_ahead.compile_seconds(m.root, own) == pytest.approx(1.5)
+    assert compile_ahead.compile_seconds(m.other, own) == pytest.approx(0.25)
+    assert compile_ahead.compile_seconds(m.root, {}) is None
+
+
+def test_the_first_frame_compiles_the_costliest_stand_ins_kernels_that_fit_its_budget(tmp_path, monkeypatch):
+    """At the end of a serving worker's game's first step the game's own core compiles, beside the worker (which
+    takes the quickest first), the requested kernels whose stand-ins took most of that step, each only if its
+    compile cost fits what is left of the budget: a kernel that takes too long stays a stand-in (the worker's), the
+    next costliest that fits is compiled; nothing without a serving worker."""
+    import numba
+
+    from loom.launch import cold_kernels
+    m = _tree_module(tmp_path, monkeypatch, "first")
+    own = {(m.__name__, "leaf"): 0.01, (m.__name__, "middle"): 0.01, (m.__name__, "root"): 60.0,
+           (m.__name__, "other"): 1.0}
+    types = (numba.float64,)
+    monkeypatch.setattr(compile_ahead, "default_lists", lambda: [])
+    monkeypatch.setattr(compile_ahead, "own_seconds", lambda entries: own)
+    monkeypatch.setattr(cold_kernels, "first_cost", {m.root: 0.9, m.other: 0.5, m.middle: 0.1, m.leaf: 0.1})
+    monkeypatch.setattr(cold_kernels, "_requested", {m.root: types, m.other: types, m.leaf: types})
+    frozen = []
+    monkeypatch.setattr(compile_ahead.gc, "freeze", lambda: frozen.append(True))
+    assert compile_ahead.first_frame_compile(3.0) == []                # no serving worker: nothing
+    monkeypatch.setattr(compile_ahead, "_running", lambda: True)
+    monkeypatch.setattr(cold_kernels, "_requester", lambda kernel, types: None)
+    assert compile_ahead.first_frame_compile(3.0) == ["other"]         # root's 60 s do not fit in 3 s; other's 1 s
+    assert m.other.signatures and m.leaf.signatures                    # first, leaf with it (its callee): ready
+    assert not m.root.signatures and not m.middle.signatures
+    assert frozen                                                      # the compile's heap kept out of later GCs
+    assert compile_ahead.first_frame_compile(3.0) == []                # other is ready now

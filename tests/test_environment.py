@@ -165,12 +165,14 @@ def test_basic_shapes_run_the_kernels_without_prism_and_mesh_code_and_get_the_sa
         return tuple(wrap(kernel) for kernel in kernels)
 
     monkeypatch.setattr(environment, "_COLLIDE_BASIC", spied("basic", environment._COLLIDE_BASIC))
+    monkeypatch.setattr(environment, "_collide_basic_call", environment._COLLIDE_BASIC[0])   # (its call site's name)
     monkeypatch.setattr(environment, "_COLLIDE", spied("general", environment._COLLIDE))
     basic = _cloth_over_shapes(make_app, prism=False)
     assert calls and set(calls) == {"basic"}, set(calls)
     assert basic[:, 1].min() > 0.0 and np.ptp(basic[:, 1]) > 0.1, "the sheet should drape over the shapes"
     calls.clear()
     monkeypatch.setattr(environment, "_COLLIDE_BASIC", environment._COLLIDE)
+    monkeypatch.setattr(environment, "_collide_basic_call", environment._COLLIDE[0])
     general = _cloth_over_shapes(make_app, prism=False)
     assert set(calls) == {"general"} and np.array_equal(basic, general)
     calls.clear()
@@ -271,12 +273,12 @@ def test_a_cloth_clear_of_every_collider_skips_the_contact_kernel_and_keeps_no_s
     cloth = Cloth.from_mesh(sheet, thickness=0.01)
     app.spawn(cloth)
     calls = []
-    kernels = env._COLLIDE_BASIC
+    kernels, site = env._COLLIDE_BASIC, env._collide_basic_call
 
     def counted(*args):
         calls.append(1)
         return kernels[0](*args)
-    env._COLLIDE_BASIC = (counted, counted)
+    env._COLLIDE_BASIC, env._collide_basic_call = (counted, counted), counted     # (the serial one's call site too)
     try:
         cloth.contact[:, :3] = (0.0, 1.0, 0.0)              # stale: as if it had touched something
         cloth.contact[:, 3] = 1.0
@@ -284,5 +286,5 @@ def test_a_cloth_clear_of_every_collider_skips_the_contact_kernel_and_keeps_no_s
         assert calls == [] and not cloth.contact.any()
         app.step(60)                                         # falls 0.29 m: on the floor within a second
     finally:
-        env._COLLIDE_BASIC = kernels
+        env._COLLIDE_BASIC, env._collide_basic_call = kernels, site
     assert calls and np.allclose(cloth.x[:, 1], 0.01, atol=1e-6) and (cloth.contact[:, 1] == 1.0).all()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from loom.engine import App, Stage
-from loom.systems.collision import environment, self_collision
+from loom.systems.collision import cold, environment, self_collision  # noqa: F401  (cold: the stand-ins registered)
 from loom.systems.sets import ClothSet
 from loom.systems.shared import conditions
 

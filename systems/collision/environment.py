@@ -186,7 +186,7 @@ def gather_colliders(app: App, dt: float) -> None:
         packed.impulse_point = np.zeros((k, 4))
     arrays = (kind, params, packed.polygons, mesh, *packed.mesh_arrays, margin, friction, pose0, pose1, packed.impulse,
               packed.impulse_point, two_way, bound, extents, skin)   # a steady step: the last two steps' arrays
-    scratch.colliders = scratch.held.get(arrays, lambda: Colliders(Shapes(*arrays[:9]), *arrays[9:]))
+    scratch.colliders = scratch.held.get(arrays, lambda: Colliders(Shapes(*arrays[:9]), *arrays[9:]), _hold_call)
     scratch.basic_only = basic_only
 
 
@@ -212,7 +212,7 @@ def collide_environment(app: App, h: float) -> Plan:
     scratch = app.init_resource(ContactScratch)
     scratch.fit(packed.count)
     parallel = app.step_threads > 1
-    kernels = _COLLIDE_BASIC if scratch.basic_only else _COLLIDE
+    kernels = (_collide_basic_call, _COLLIDE_BASIC[1]) if scratch.basic_only else _COLLIDE
     rows = [(kernels[parallel and cloth.particle_count >= PARALLEL_MIN_PARTICLES], cloth.material.thickness,
              cloth.material.friction, cloth.mass, cloth.inv_mass, cloth.x_prev, cloth.x, cloth.contact)
             for _, cloth in app.query(Cloth) if cloth.substepped]
@@ -224,7 +224,7 @@ def collide_environment(app: App, h: float) -> Plan:
         a0 = k / substeps
         a1 = (k + 1) / substeps
         for kernel, thickness, friction, mass, inv_mass, x_prev, x, contact in rows:
-            near = _touches(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_prev, x, contact)
+            near = _touches_call(colliders, frames, a0, a1, thickness, friction, mass, inv_mass, x_prev, x, contact)
             if near == 0 and _may_skip(kernel):
                 contact.fill(0.0)                    # what the contact kernel writes for a particle touching nothing
                 continue
@@ -432,10 +432,10 @@ class ContactScratch:
         """Size the work arrays (``Frames``) for k colliders."""
         if k != self.count:
             self.count = k
-            self.frames = hold(Frames(np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)), np.zeros((k, 3)),
-                                      np.zeros(k), np.zeros((k, 3)), np.zeros(k), np.zeros(k, np.int64),
-                                      np.zeros((CHUNKS, k, 7)),
-                                      np.zeros((CHUNKS, 4)), np.zeros(3), np.zeros((CHUNKS, k, 7))))
+            self.frames = _hold_call(Frames(np.zeros((k, 3, 3)), np.zeros((k, 3, 3)), np.zeros((k, 3)),
+                                            np.zeros((k, 3)), np.zeros(k), np.zeros((k, 3)), np.zeros(k),
+                                            np.zeros(k, np.int64), np.zeros((CHUNKS, k, 7)),
+                                            np.zeros((CHUNKS, 4)), np.zeros(3), np.zeros((CHUNKS, k, 7))))
 
 
 # --- kernels --------------------------------------------------------------------------------------
@@ -1112,3 +1112,7 @@ _COLLIDE_BASIC = _basic_variant()
 
 _KEEP_OUT = (_compiled(_keep_out, "_keep_out_basic", namespace=_BASIC_NAMESPACE), _compiled(_keep_out, "_keep_out"))
 """``keep_out``'s kernels: (basic shapes only, any collider set)."""
+
+_hold_call, _touches_call, _collide_basic_call = hold, _touches, _COLLIDE_BASIC[0]
+"""The Python call sites' names of ``hold``, ``_touches`` and the basic-shapes contact kernel (a cold launch binds them
+to their NumPy stand-ins while a worker compiles the kernels: ``loom.systems.collision.cold``)."""

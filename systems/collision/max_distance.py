@@ -97,7 +97,7 @@ def limit_max_distance(app: App, h: float):
     def plan(app: App, h: float) -> None:
         alpha = (app.clock.substep_index + 1) / app.clock.substeps
         for row in rows:
-            _project(*row, alpha)
+            _project_call(*row, alpha)
 
     plan(app, h)
     return plan
@@ -160,6 +160,11 @@ def _project(x, inv_mass, start, end, distance, normal_start, normal_end, offset
                 x[i, 0], x[i, 1], x[i, 2] = qx + vx * s, qy + vy * s, qz + vz * s
             else:
                 x[i, 0], x[i, 1], x[i, 2] = qx + nx * radius, qy + ny * radius, qz + nz * radius
+
+
+_project_call = _project
+"""The Python call site's name of ``_project`` (a cold launch binds it to its NumPy stand-in while a worker compiles
+the kernel: ``loom.systems.collision.cold``)."""
 
 
 class MaxDistancePlugin:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from loom.engine import App, Stage
-from loom.systems.coupling import pymunk_bridge
+from loom.systems.coupling import cold, pymunk_bridge  # noqa: F401  (cold: the kernels' Python twins registered)
 from loom.systems.coupling.pymunk_bridge import body_units
 from loom.systems.sets import ClothSet
 

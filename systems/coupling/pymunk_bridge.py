@@ -171,7 +171,7 @@ def couple_bodies(app: App, h: float) -> Plan:
 
     def plan(app: App, h: float) -> None:
         k = app.clock.substep_index
-        _couple_substep(held, rows, k > 0, k / substeps, (k + 1) / substeps, h)
+        _couple_substep_call(held, rows, k > 0, k / substeps, (k + 1) / substeps, h)
     plan(app, h)
     return plan
 
@@ -182,7 +182,7 @@ def collect_impulses(app: App, dt: float) -> None:
     coupling = app.resources.get(Coupling)
     if coupling is None or not coupling.rigids:
         return
-    _couple_end(coupling.held, coupling.packed, dt / app.clock.substeps)
+    _couple_end_call(coupling.held, coupling.packed, dt / app.clock.substeps)
     state = coupling.state
     for b, (rigid, frame) in enumerate(zip(coupling.rigids, coupling.frames)):
         scale, sign = frame[0], frame[3]
@@ -316,8 +316,8 @@ class Coupling:
         arrays.given[:bodies * GIVEN] = given
         self.state = arrays.state[:bodies]
         arrays = (packed.impulse, packed.impulse_point, packed.pose0, packed.pose1)
-        self.packed = self._packed.get(arrays, lambda: Packed(*arrays))
-        _begin_rows(self.held, self.packed, bodies, len(rows))
+        self.packed = self._packed.get(arrays, lambda: Packed(*arrays), _hold_call)
+        _begin_rows_call(self.held, self.packed, bodies, len(rows))
         return True
 
     def _fit(self, bodies: int, shapes: int) -> CouplingArrays:
@@ -330,7 +330,7 @@ class Coupling:
                                               np.zeros((m, 7)), np.zeros((m, 3)), np.zeros((m, 4)), np.zeros((m, 3)),
                                               np.zeros((m, 4)), np.zeros((n, MOVED + 1)), np.zeros((2, 7)),
                                               np.zeros(n * GIVEN))
-            self.held = hold(a)
+            self.held = _hold_call(a)
         return a
 
 
@@ -628,3 +628,8 @@ def _rectangle_half_size(vertices: np.ndarray) -> tuple[float, float] | None:
     if len(corners) != 4 or not all(min(abs(cx - x) + abs(cy - y) for x, y in snapped) < 1e-9 for cx, cy in corners):
         return None
     return (hi[0] - lo[0]) / 2, (hi[1] - lo[1]) / 2
+
+
+_hold_call, _begin_rows_call, _couple_substep_call, _couple_end_call = hold, _begin_rows, _couple_substep, _couple_end
+"""The Python call sites' names of ``hold`` and the coupling kernels (a cold launch binds them to their Python twins
+while a worker compiles the kernels: ``loom.systems.coupling.cold``)."""

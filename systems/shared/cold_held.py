@@ -13,7 +13,7 @@ from typing import Any
 
 import numba
 
-from loom.launch.cold_kernels import python_twin
+from loom.launch.cold_kernels import python_twin, request_types
 from loom.systems.shared.held import Held, HeldType, hold
 
 
@@ -27,6 +27,7 @@ class PyHeld:
         self.value = value
         self._type = None
         self._real: Held | None = None
+        request_types(hold, (numba.typeof(value),))   # the worker compiles ``hold`` for this namedtuple too
 
     @property
     def _numba_type_(self) -> HeldType:

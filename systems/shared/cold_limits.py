@@ -22,6 +22,7 @@ from loom.systems.shared import distance_limits
 from loom.systems.shared.cold_held import value_of
 from loom.systems.shared.held import hold
 
+_XYZ = np.arange(3)
 PASSES = 6
 """Most passes [-] of ``limit_numpy`` over the over-long links per call."""
 
@@ -60,10 +61,11 @@ def limit_numpy(held: Any, max_visits: int, relaxed_visits: int, inv_mass: np.nd
         w = wa + wb
         move = np.where(w > 0.0, (length[over] - target[over]) / np.where(w > 0.0, w * length[over], 1.0), 0.0)
         step = d[over] * move[:, None]
-        count = np.bincount(a, weights=wa > 0.0, minlength=n) + np.bincount(b, weights=wb > 0.0, minlength=n)
-        dx = np.empty((n, 3))
-        for c in range(3):
-            dx[:, c] = np.bincount(b, wb * step[:, c], n) - np.bincount(a, wa * step[:, c], n)
+        ends = np.concatenate((a, b))
+        count = np.bincount(ends, weights=np.concatenate((wa, wb)) > 0.0, minlength=n)
+        flat = (3 * ends[:, None] + _XYZ).ravel()         # one scatter of both ends' three coordinates
+        dx = np.bincount(flat, (np.concatenate((-wa, wb))[:, None] * np.concatenate((step, step))).ravel(),
+                         3 * n).reshape(n, 3)
         dx /= np.maximum(count, 1.0)[:, None]
         if pushed.size:
             into = np.einsum("ij,ij->i", dx[pushed], normal[pushed])

@@ -47,13 +47,14 @@ class HeldByArrays:
     def __init__(self) -> None:
         self._by_ids: dict[tuple[int, ...], Any] = {}
 
-    def get(self, arrays: tuple, build: Callable[[], Any]) -> Any:
+    def get(self, arrays: tuple, build: Callable[[], Any], holder: Callable[[Any], Any] = hold) -> Any:
         """The held ``build()`` (a namedtuple of exactly ``arrays``), held anew only when these arrays are not among
-        the last two sets."""
+        the last two sets. ``holder``: what holds it, the calling module's own name for ``hold`` (which a cold
+        launch binds to a stand-in: ``loom.systems.shared.cold_held``)."""
         key = tuple(map(id, arrays))
         found = self._by_ids.get(key)
         if found is None:
             if len(self._by_ids) > 1:
                 self._by_ids.clear()
-            found = self._by_ids[key] = hold(build())
+            found = self._by_ids[key] = holder(build())
         return found

@@ -72,14 +72,21 @@ def _flat(i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return entry[2]
 
 
-def _jacobi(sweeps: int, i: np.ndarray, j: np.ndarray, rest: np.ndarray, alpha: np.ndarray, lam: np.ndarray,
-            inv_mass: np.ndarray, x: np.ndarray, contact: np.ndarray | None = None) -> None:
-    """``sweeps`` Jacobi XPBD sweeps over the links i–j (Macklin et al. 2016 eq. 18 for every link at once:
-    Δλ = (l₀ − l − α̃λ)/(w_i + w_j + α̃), x_i += w_i n Δλ, x_j −= w_j n Δλ, Fuhrmann et al. 2003 eqs. 6–9), each
-    particle moved by ``OMEGA`` × the mean of its links' corrections; a particle with a contact normal (``contact``
-    columns 0–2; None: no contact) keeps none of its correction into the surface. Writes x (n, 3) [m] and lam (c,)."""
-    n = x.shape[0]
-    flat = _flat(i, j)
+_statics: dict[tuple, tuple] = {}        # (ids of the links, compliances and masses, inv_h2) → ``_static``'s tuple
+
+
+def _static(i: np.ndarray, j: np.ndarray, compliance: np.ndarray, inv_h2: float, inv_mass: np.ndarray) -> tuple:
+    """What ``_jacobi`` reads of the links i–j that stays the same from call to call while the inverse masses do:
+    (α̃ = compliance·inv_h2, 1/(w_i + w_j + α̃) (0 where both are fixed), ``OMEGA`` over each particle's count of
+    links, the scatter's signed weights); made again when the inverse masses changed (a pin)."""
+    key = (id(i), id(j), id(compliance), inv_h2, id(inv_mass))
+    entry = _statics.get(key)
+    if entry is not None and entry[0] is i and np.array_equal(entry[1], inv_mass):
+        return entry[2]
+    if len(_statics) > 16:
+        _statics.clear()
+    n = inv_mass.shape[0]
+    alpha = compliance * inv_h2
     wi, wj = inv_mass[i], inv_mass[j]
     wsum = wi + wj
     live = wsum > 0.0
@@ -87,6 +94,21 @@ def _jacobi(sweeps: int, i: np.ndarray, j: np.ndarray, rest: np.ndarray, alpha: 
     count = np.bincount(i, weights=wi > 0.0, minlength=n) + np.bincount(j, weights=wj > 0.0, minlength=n)
     scale = (OMEGA / np.maximum(count, 1.0))[:, None]
     weights = np.concatenate((wi, -wj))[:, None]
+    statics = (alpha, inv_den, scale, weights)
+    _statics[key] = (i, inv_mass.copy(), statics)
+    return statics
+
+
+def _jacobi(sweeps: int, i: np.ndarray, j: np.ndarray, rest: np.ndarray, compliance: np.ndarray, inv_h2: float,
+            lam: np.ndarray, inv_mass: np.ndarray, x: np.ndarray, contact: np.ndarray | None = None) -> None:
+    """``sweeps`` Jacobi XPBD sweeps over the links i–j (Macklin et al. 2016 eq. 18 for every link at once:
+    Δλ = (l₀ − l − α̃λ)/(w_i + w_j + α̃), α̃ = compliance/h², x_i += w_i n Δλ, x_j −= w_j n Δλ, Fuhrmann et al. 2003
+    eqs. 6–9), each particle moved by ``OMEGA`` × the mean of its links' corrections; a particle with a contact normal
+    (``contact`` columns 0–2; None: no contact) keeps none of its correction into the surface. Writes x (n, 3) [m]
+    and lam (c,)."""
+    n = x.shape[0]
+    flat = _flat(i, j)
+    alpha, inv_den, scale, weights = _static(i, j, compliance, inv_h2, inv_mass)
     normal = None if contact is None else contact[:, :3]
     pushed = np.zeros(0, np.int64) if normal is None else np.flatnonzero((normal != 0.0).any(axis=1))
     for _ in range(sweeps):
@@ -134,9 +156,8 @@ def solve_numpy(iterations: int, inv_h2: float, *rest: Any) -> None:
     a = value_of(rest[-1])
     a.link_lambda[:] = 0.0
     a.bend_lambda[:] = 0.0
-    alpha = a.link_compliance * inv_h2
     for it in range(iterations):
-        _jacobi(SWEEPS, a.link_i, a.link_j, a.link_rest, alpha, a.link_lambda, a.inv_mass, a.x)
+        _jacobi(SWEEPS, a.link_i, a.link_j, a.link_rest, a.link_compliance, inv_h2, a.link_lambda, a.inv_mass, a.x)
         if (iterations - 1 - it) % 2 == 0:
             _tethers(a)
 
@@ -146,14 +167,29 @@ def settle_numpy(inv_h2: float, held: PyHeld) -> None:
     sweeps over the stretch links (the yarns' links), no particle moved into the surface it touches (its contact
     normal); then ``Cloth.contact`` column 4 back to 0, as the kernel does."""
     a = value_of(held)
-    links = a.yarn_links[a.yarn_links >= 0]
+    links, i, j, rest, compliance = _yarn_links(a)
     if links.size:
-        alpha = a.link_compliance[links] * inv_h2
         lam = a.link_lambda[links]
-        _jacobi(SETTLE_SWEEPS, a.link_i[links], a.link_j[links], a.link_rest[links], alpha, lam, a.inv_mass, a.x,
-                a.contact)
+        _jacobi(SETTLE_SWEEPS, i, j, rest, compliance, inv_h2, lam, a.inv_mass, a.x, a.contact)
         a.link_lambda[links] = lam
     a.contact[:, 4] = 0.0
+
+
+_yarns: dict[int, tuple] = {}            # id(yarn_links) → (yarn_links, links, their i, j, rest, compliance)
+
+
+def _yarn_links(a: Any) -> tuple:
+    """The yarns' links of the held ``ConstraintArrays`` a and their i, j, rest lengths and compliances, made once per
+    yarn table (the arrays keep their identity from call to call, as ``_jacobi``'s caches need)."""
+    entry = _yarns.get(id(a.yarn_links))
+    if entry is None or entry[0] is not a.yarn_links or entry[2] is not a.link_i \
+            or entry[6] is not a.link_compliance:
+        if len(_yarns) > 16:
+            _yarns.clear()
+        links = a.yarn_links[a.yarn_links >= 0]
+        entry = _yarns[id(a.yarn_links)] = (a.yarn_links, links, a.link_i, a.link_i[links], a.link_j[links],
+                                            a.link_rest[links], a.link_compliance, a.link_compliance[links])
+    return entry[1], entry[3], entry[4], entry[5], entry[7]
 
 
 python_twin(constraints._solve_serial, per_step=True, twin=solve_numpy)
