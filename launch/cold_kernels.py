@@ -174,6 +174,8 @@ def called_from(module: str, *kernels: Any) -> None:
                 _bind(site, _SetUp(kernel))
             elif ENABLED and kernel in _per_step and _compiling() and not ready(kernel):
                 _bind(site, _twins[kernel])
+    if ENABLED and _compiling():
+        _bind_holders()
 
 
 def _bind(site: tuple[dict[str, Any], str, Any], stand_in: Callable[..., Any]) -> None:
@@ -184,9 +186,10 @@ def _bind(site: tuple[dict[str, Any], str, Any], stand_in: Callable[..., Any]) -
 
 
 class _Requesting:
-    """A per-step call site's stand-in during a serving worker's game's first step: its first call asks the worker
-    for the kernel with the call's argument types (``_requester``); every call runs the twin and adds its time to
-    ``first_cost``. ``first_step_done`` then binds the site to the plain twin."""
+    """A per-step call site's stand-in while a serving worker runs, until it is called: its first call asks the worker
+    for the kernel with the call's argument types (``_requester``). In the game's first step every call runs the
+    twin and adds its time to ``first_cost`` (``first_step_done`` then binds the site to the plain twin); after it,
+    the first call binds the plain twin at once."""
 
     __slots__ = ("site",)
 
@@ -194,9 +197,12 @@ class _Requesting:
         self.site = site
 
     def __call__(self, *args: Any) -> Any:
-        kernel = self.site[2]
+        namespace, name, kernel = self.site
         if kernel not in _requested:
             request(kernel, args)
+        if not _timing[0]:
+            namespace[name] = _twins[kernel]
+            return _twins[kernel](*args)
         began = time.perf_counter()
         try:
             return _twins[kernel](*args)
@@ -204,11 +210,17 @@ class _Requesting:
             first_cost[kernel] = first_cost.get(kernel, 0.0) + time.perf_counter() - began
 
 
+_timing = [True]
+"""Whether the game's first step is under way (``_Requesting`` times the stand-ins' calls)."""
+
+
 def first_step_done() -> None:
-    """The game's first step is over: every call site still on its ``_Requesting`` stand-in (they timed the first
-    step's calls) is bound to its plain twin."""
+    """The game's first step is over: every call site on its ``_Requesting`` stand-in that was called (they timed the
+    first step's calls) is bound to its plain twin; one not yet called binds it at its first call, having asked the
+    worker for its kernel."""
+    _timing[0] = False
     for namespace, name, kernel in _bound:
-        if isinstance(namespace[name], _Requesting):
+        if isinstance(namespace[name], _Requesting) and kernel in _requested:
             namespace[name] = _twins[kernel]
 
 
@@ -250,6 +262,17 @@ def while_compiling(running: Callable[[], bool], requester: Callable[[Any, tuple
     for site in _sites:
         if site[2] in _per_step and not ready(site[2]):
             _bind(site, _twins[site[2]] if requester is None else _Requesting(site))
+    _bind_holders()
+
+
+def _bind_holders() -> None:
+    """Bind the ``last`` kernels' sites (``hold``) of every module with a per-step site on a twin to their stand-ins,
+    ready or not: a stand-in reads the ``PyHeld`` that ``hold``'s stand-in makes, never a compiled ``Held`` (a cache
+    that a short first session left half filled holds ``hold`` but not every kernel that takes what it makes)."""
+    modules = [site[0] for site in _bound if site[2] in _per_step and site[2] not in _last]
+    for site in _sites:
+        if site[2] in _last and site not in _bound and any(site[0] is namespace for namespace in modules):
+            _bind(site, _twins[site[2]])
 
 
 def rebind(large: bool = False) -> int:

@@ -447,10 +447,12 @@ def serve() -> subprocess.Popen | None:
     game runs its per-step kernels' stand-ins (``cold_kernels.while_compiling``: each call site's first call asks
     for its kernel with that call's argument types). Nothing is started (None) with ``LOOM_COLD_WORKER=0``, with
     ``LOOM_COMPILE_AHEAD=0`` or ``LOOM_COLD_PYTHON=0``, on a one-core machine, when a worker already runs, or when
-    every per-step kernel with a stand-in is ready (a warm cache). The worker ends with the game."""
+    numba's cache holds some per-step kernel with a stand-in and every one the prefabs' games' lists name (a warm
+    cache; one a short first session left half filled, its worker ended with the game, starts one). The worker ends
+    with the game."""
     if (os.environ.get(SERVE_ENV, "1").strip() == "0" or os.environ.get(ENV_VAR, "1").strip() == "0"
             or not cold_kernels.ENABLED or (os.cpu_count() or 1) < 2 or _running()
-            or not cold_kernels.cold_per_step()):
+            or not (cold_kernels.cold_per_step() or _listed_per_step_missing())):
         return None
     _first_frame.clear()
     _launch("serve")
@@ -520,6 +522,16 @@ def first_frame_compile(budget: float = FIRST_FRAME_COMPILE) -> list[str]:
         gc.collect()                       # collection would scan again mid-game (60 ms a frame): collected now,
         gc.freeze()                        # in the first frame, and the survivors kept out of later collections
     return done
+
+
+def _listed_per_step_missing() -> bool:
+    """Whether a per-step kernel with a stand-in that ``default_lists`` name is not in numba's cache."""
+    first, later = _default_entries()
+    for e in first + later:
+        kernel = cold_kernels.kernel_named(e.module, e.qualname)
+        if hasattr(kernel, "py_func") and cold_kernels.is_per_step_kernel(kernel) and not cold_kernels.ready(kernel):
+            return True
+    return False
 
 
 def _request(kernel: Any, types: tuple) -> None:

@@ -191,6 +191,7 @@ def hot_module(monkeypatch):
     monkeypatch.setitem(sys.modules, module.__name__, module)
     for name in ("_sites", "_bound"):
         monkeypatch.setattr(cold_kernels, name, [])
+    monkeypatch.setattr(cold_kernels, "_timing", [True])                     # (a first step not yet over)
     monkeypatch.setattr(cold_kernels, "ENABLED", True)
     monkeypatch.setattr(cold_kernels, "_compiling", lambda: False)
     assert isinstance(module.scale, numba.core.registry.CPUDispatcher)
@@ -487,4 +488,48 @@ def test_a_py_held_asks_the_worker_for_hold_of_its_own_type_once(monkeypatch):
         PyHeld(other)
         assert asked == [(hold, (numba.typeof(aero),)), (hold, (numba.typeof(other),))]
     finally:
+        cold_kernels.while_compiling(lambda: False)
+
+
+def test_a_module_with_a_stand_in_gets_hold_s_stand_in_even_when_hold_is_cached(hot_module, monkeypatch):
+    """A cache a short first session left half filled holds ``hold`` but not every kernel that takes what it makes: a
+    module with a call site on a stand-in has its ``hold`` site bound to ``hold``'s stand-in too, so its stand-ins are
+    never handed a compiled struct they cannot read (before, the second launch of such a game raised TypeError in its
+    first step); the site goes back to ``hold`` once the module's other sites have."""
+    import numba
+    exec("@numba.njit\ndef make(x):\n    return x\nmake_call = make\n", hot_module.__dict__)
+    make, scale = hot_module.make, hot_module.scale
+    cold_kernels.python_twin(make, per_step=True, last=True)
+    cold_kernels.called_from(hot_module.__name__, make, scale)
+    not_ready = {scale}                                                        # hold cached, the kernel not
+    monkeypatch.setattr(cold_kernels, "ready", lambda kernel: kernel not in not_ready)
+    cold_kernels.while_compiling(lambda: True)
+    assert hot_module.scale_call is cold_kernels.twin_of(scale)
+    assert hot_module.make_call is cold_kernels.twin_of(make)                  # bound, though ready
+    make(1.0)
+    not_ready.clear()
+    scale(1.0)
+    cold_kernels.rebind()
+    cold_kernels.rebind()
+    assert hot_module.scale_call is scale and hot_module.make_call is make and not cold_kernels._bound
+    cold_kernels.while_compiling(lambda: False)
+
+
+def test_a_site_first_called_after_the_first_step_still_asks_for_its_kernel(hot_module):
+    """A call site the first step never reached (the coupling before the hero lands on the cape) keeps its requesting
+    stand-in through ``first_step_done``: its first call, later, still asks the worker for its kernel (else the worker
+    never compiles it and the game stays on the stand-in), then binds the plain twin."""
+    import numba
+    scale = hot_module.scale
+    asked = []
+    cold_kernels.called_from(hot_module.__name__, scale)
+    cold_kernels.while_compiling(lambda: True, lambda kernel, types: asked.append((kernel, types)))
+    try:
+        cold_kernels.first_step_done()                                         # not called in the first step
+        assert isinstance(hot_module.scale_call, cold_kernels._Requesting) and not asked
+        assert hot_module.hot(np.arange(2.0)).tolist() == [0.0, 2.0]
+        assert asked == [(scale, (numba.typeof(np.arange(2.0)),))]
+        assert hot_module.scale_call is cold_kernels.twin_of(scale) and scale not in cold_kernels.first_cost
+    finally:
+        cold_kernels._requested.pop(scale, None)
         cold_kernels.while_compiling(lambda: False)
