@@ -314,11 +314,18 @@ def rebind(large: bool = False) -> int:
     return done
 
 
+def _index_path(kernel: Any) -> str | None:
+    """The path of numba's on-disk cache index of ``kernel`` (None when the cache's layout is not the one this was
+    written for: another numba version)."""
+    index = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_index_path", None)
+    return index if isinstance(index, str) else None
+
+
 def _index_stamp(kernel: Any) -> int | None:
     """The mtime [ns] of numba's cache index of ``kernel`` (None: none)."""
-    index = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_index_path", None)
+    index = _index_path(kernel)
     try:
-        return os.stat(index).st_mtime_ns if isinstance(index, str) else None
+        return os.stat(index).st_mtime_ns if index is not None else None
     except OSError:
         return None
 
@@ -430,8 +437,8 @@ def cached(kernel: Any) -> bool:
     """Whether numba's on-disk cache holds an index for ``kernel`` (compiled by an earlier launch or the
     compile-ahead worker): loading it takes milliseconds. False when the cache's layout is not the one this
     was written for (another numba version)."""
-    index = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_index_path", None)
-    return isinstance(index, str) and os.path.exists(index)
+    index = _index_path(kernel)
+    return index is not None and os.path.exists(index)
 
 
 def _frame_kernels() -> None:
